@@ -1,0 +1,10 @@
+export { defineEnvironment, defineTool, defineTask, check } from './define.js';
+export type { FromSchema } from './schema-types.js';
+export { SiloError } from './errors.js';
+export type { SiloErrorCode } from './errors.js';
+export { runRollout } from './rollout/rollout.js';
+export type { RolloutOptions } from './rollout/rollout.js';
+export { loadTasks } from './load.js';
+export type { LoadedTask } from './load.js';
+export { DEFAULT_LIMITS } from './options.js';
+export type * from './types.js';

@@ -1,0 +1,98 @@
+/**
+ * Loading task files in the host. A task module default-exports one task or an array of tasks;
+ * `.js`, `.mjs` and `.ts` files load without a build step. Every problem is a SiloError saying
+ * which file and what to fix. Agent modules are never loaded here: only inside their worker.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { SiloError } from './errors.js';
+import { compileTool } from './rollout/validate.js';
+import type { Environment, Task } from './types.js';
+
+/** A task and the file it came from. */
+export interface LoadedTask {
+  task: Task;
+  file: string;
+}
+
+/** Imports a user module; TypeScript goes through tsx. */
+export async function importUserModule(file: string): Promise<Record<string, unknown>> {
+  const url = pathToFileURL(file).href;
+  if (/\.(c|m)?tsx?$/.test(file)) {
+    const { tsImport } = await import('tsx/esm/api');
+    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  }
+  return (await import(url)) as Record<string, unknown>;
+}
+
+/** Loads every task of the given files, in order; ids must be unique across them. */
+export async function loadTasks(paths: readonly string[]): Promise<LoadedTask[]> {
+  const loaded: LoadedTask[] = [];
+  const seen = new Map<string, string>();
+  for (const p of paths) {
+    const file = resolve(p);
+    for (const task of await loadTaskFile(file)) {
+      const other = seen.get(task.id);
+      if (other !== undefined) {
+        throw new SiloError('SILO_TASK_INVALID', `task id ${task.id} is used twice (${other} and ${file}); task ids must be unique`);
+      }
+      seen.set(task.id, file);
+      loaded.push({ task, file });
+    }
+  }
+  return loaded;
+}
+
+async function loadTaskFile(file: string): Promise<Task[]> {
+  if (!existsSync(file) || !statSync(file).isFile()) {
+    throw new SiloError('SILO_TASK_FILE_NOT_FOUND', `task file not found: ${file}`);
+  }
+  let mod: Record<string, unknown>;
+  try {
+    mod = await importUserModule(file);
+  } catch (err) {
+    const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    throw new SiloError('SILO_TASK_LOAD_FAILED', `cannot load task file ${file}: ${message}`, { cause: err });
+  }
+  const exported = mod.default;
+  if (exported === undefined) {
+    throw new SiloError('SILO_TASK_INVALID', `${file} has no default export; default-export a task or an array of tasks (defineTask)`);
+  }
+  const tasks = Array.isArray(exported) ? (exported as unknown[]) : [exported];
+  if (tasks.length === 0) throw new SiloError('SILO_TASK_INVALID', `${file} exports an empty list of tasks`);
+  return tasks.map((t, i) => checkTask(t, `${file}${Array.isArray(exported) ? ` [${i}]` : ''}`));
+}
+
+function checkTask(value: unknown, where: string): Task {
+  const t = value as Partial<Task> | null;
+  const bad = (what: string): never => {
+    throw new SiloError('SILO_TASK_INVALID', `task in ${where}${typeof t?.id === 'string' ? ` (${t.id})` : ''} ${what}`);
+  };
+  if (typeof t !== 'object' || t === null) bad('is not an object; use defineTask({ id, environment, instruction, verify })');
+  if (typeof t!.id !== 'string' || t!.id === '') bad('needs an id (a non-empty string)');
+  if (typeof t!.instruction !== 'string') bad('needs an instruction (a string)');
+  if (typeof t!.verify !== 'function') bad('needs a verify function: ({ initial, final, output, trace }) => checks');
+  if (t!.mayChange !== undefined && (!Array.isArray(t!.mayChange) || t!.mayChange.some((p) => typeof p !== 'string'))) {
+    bad('has a mayChange that is not an array of path patterns');
+  }
+  checkEnvironment(t!.environment, bad);
+  return t as Task;
+}
+
+function checkEnvironment(env: Environment | undefined, bad: (what: string) => never): void {
+  if (typeof env !== 'object' || env === null) bad('needs an environment (import it and pass it in)');
+  if (typeof env!.name !== 'string') bad('has an environment without a name');
+  if (typeof env!.createState !== 'function') bad(`has environment ${env!.name} without a createState function`);
+  if (!Array.isArray(env!.tools)) bad(`has environment ${env!.name} without a tools array`);
+  const names = new Set<string>();
+  for (const tool of env!.tools) {
+    if (typeof tool?.name !== 'string' || typeof tool.run !== 'function') {
+      bad(`has environment ${env!.name} with a tool that needs a name and a run function`);
+    }
+    if (names.has(tool.name)) bad(`has environment ${env!.name} with two tools named ${tool.name}; tool names must be unique`);
+    names.add(tool.name);
+    if (typeof tool.description !== 'string') bad(`has tool ${tool.name} without a description`);
+    compileTool(tool, env!.name);
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Every default and named timing constant in one place, and the one function that merges
+ * defaults, task overrides and CLI flags into checked Limits.
+ */
+import { SiloError } from './errors.js';
+import type { Limits } from './types.js';
+
+export const MiB = 1024 * 1024;
+
+/** SPEC defaults. */
+export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
+  timeoutMs: 300_000,
+  maxToolCalls: 500,
+  graceMs: 1_000,
+  memoryMb: 512,
+  maxOutputBytes: MiB,
+  maxMessageBytes: MiB,
+});
+
+/** Start of the simulated clock when an environment does not set one. */
+export const DEFAULT_CLOCK_START = Date.UTC(2025, 0, 1);
+
+/** How long a verifier may run before the run becomes a `verifier_error`. */
+export const VERIFIER_TIMEOUT_MS = 60_000;
+
+/** How long `createState` may run before the run becomes an `environment_error`. */
+export const CREATE_STATE_TIMEOUT_MS = 60_000;
+
+/** After the worker is gone, how long the host waits for its port to drain and close. */
+export const PORT_DRAIN_MS = 2_000;
+
+/** After the agent is done, how long tool calls already running may take to settle. */
+export const INFLIGHT_SETTLE_MS = 5_000;
+
+/** Bytes added to the message cap for the envelope around a tool input or an output. */
+export const MESSAGE_ENVELOPE_BYTES = 64 * 1024;
+
+/** Largest JSON preview of a check's expected/actual value kept in result.json. */
+export const CHECK_VALUE_MAX_CHARS = 2_000;
+
+/** Largest agent_log message kept in the trace; longer ones are truncated. */
+export const LOG_MESSAGE_MAX_CHARS = 64 * 1024;
+
+/** Where artifacts go when no `--out` is given. */
+export const DEFAULT_OUT_DIR = '.silo';
+
+/** Merges limits (later sources win) and checks each value. */
+export function resolveLimits(...sources: (Partial<Limits> | undefined)[]): Limits {
+  const merged: Limits = { ...DEFAULT_LIMITS };
+  for (const source of sources) {
+    if (!source) continue;
+    for (const key of Object.keys(DEFAULT_LIMITS) as (keyof Limits)[]) {
+      const value = source[key];
+      if (value !== undefined) merged[key] = value;
+    }
+  }
+  for (const key of Object.keys(merged) as (keyof Limits)[]) {
+    const value = merged[key];
+    const min = key === 'maxToolCalls' || key === 'graceMs' ? 0 : 1;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < min || !Number.isInteger(value)) {
+      throw new SiloError('SILO_USAGE', `limit ${key} must be an integer >= ${min} (got ${String(value)})`);
+    }
+  }
+  return merged;
+}

@@ -1,0 +1,148 @@
+/**
+ * The host side of a rollout's port. Parses the worker's JSON text (size-capped, `__proto__`
+ * refused), runs calls one at a time in arrival order, and stops taking anything once the
+ * completion has arrived: the completion travels on the same port as the calls, so a call made
+ * after the agent returned can never be taken for one made before.
+ */
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { BRAND, type HostMessage, type WorkerMessage } from '../protocol.js';
+import type { ToolResult } from '../types.js';
+
+export type CallMessage = Extract<WorkerMessage, { type: 'call' }>;
+export type DoneMessage = Extract<WorkerMessage, { type: 'done' }>;
+
+export interface ChannelHandlers {
+  /** A tool call; its result is sent back to the worker. */
+  call(msg: CallMessage): Promise<ToolResult> | ToolResult;
+  log(msg: Extract<WorkerMessage, { type: 'log' }>): void;
+  started(): void;
+  /** A message that broke the protocol (oversized, not JSON, unknown); it was dropped. */
+  dropped(reason: string): void;
+}
+
+export class HostChannel {
+  /** The end to transfer to the worker. */
+  readonly workerPort: MessagePort;
+  /** Resolves with the completion, or null if the port closed without one. */
+  readonly done: Promise<DoneMessage | null>;
+  /** Resolves when the port has closed (the worker is gone or the channel was closed). */
+  readonly closed: Promise<void>;
+
+  readonly #port: MessagePort;
+  readonly #maxChars: number;
+  #finished = false;
+  #queue: Promise<unknown> = Promise.resolve();
+  #resolveDone!: (msg: DoneMessage | null) => void;
+
+  /** `maxChars` caps one message's JSON text (UTF-16 units); longer messages are dropped unparsed. */
+  constructor(handlers: ChannelHandlers, maxChars: number) {
+    const { port1, port2 } = new MessageChannel();
+    this.#port = port1;
+    this.workerPort = port2;
+    this.#maxChars = maxChars;
+    this.done = new Promise((resolve) => (this.#resolveDone = resolve));
+    this.closed = new Promise((resolve) => port1.once('close', () => resolve()));
+    void this.closed.then(() => this.#finish(null));
+    port1.on('message', (data: unknown) => this.#receive(data, handlers));
+  }
+
+  /** Tells the agent to stop (fires its AbortSignal). */
+  abort(reason: string): void {
+    this.#post({ brand: BRAND, type: 'abort', reason });
+  }
+
+  /** Stops taking messages. Resolves when calls already taken have settled. */
+  async settle(): Promise<void> {
+    this.#finish(null);
+    await this.#queue;
+  }
+
+  /** Closes the port: queued and late messages are dropped. */
+  close(): void {
+    this.#finish(null);
+    this.#port.close();
+  }
+
+  #finish(msg: DoneMessage | null): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#resolveDone(msg);
+  }
+
+  #post(msg: HostMessage): void {
+    try {
+      this.#port.postMessage(msg);
+    } catch {
+      // The worker is gone; nothing to tell it.
+    }
+  }
+
+  #receive(data: unknown, handlers: ChannelHandlers): void {
+    if (this.#finished) return;
+    const msg = this.#parse(data, handlers);
+    if (!msg) return;
+    switch (msg.type) {
+      case 'call': {
+        const run = async (): Promise<void> => {
+          const result = await handlers.call(msg);
+          this.#post({ brand: BRAND, type: 'result', id: msg.id, result });
+        };
+        this.#queue = this.#queue.then(run, run);
+        return;
+      }
+      case 'log':
+        return handlers.log(msg);
+      case 'started':
+        return handlers.started();
+      case 'done':
+        return this.#finish(msg);
+    }
+  }
+
+  #parse(data: unknown, handlers: ChannelHandlers): WorkerMessage | null {
+    if (typeof data !== 'string') {
+      handlers.dropped(`a ${typeof data} message (only JSON text is accepted)`);
+      return null;
+    }
+    if (data.length > this.#maxChars) {
+      handlers.dropped(`a message of ${data.length} characters (over the ${this.#maxChars} cap)`);
+      return null;
+    }
+    let msg: unknown;
+    let sawProto = false;
+    try {
+      // JSON.parse makes "__proto__" an own property, harmless until some tool copies the input
+      // with Object.assign or a spread into a plain object; the reviver removes it, and the call
+      // is refused below.
+      msg = data.includes('"__proto__"')
+        ? JSON.parse(data, (key, value: unknown) => {
+            if (key !== '__proto__') return value;
+            sawProto = true;
+            return undefined;
+          })
+        : JSON.parse(data);
+    } catch (err) {
+      handlers.dropped(`a message that is not valid JSON (${(err as Error).message})`);
+      return null;
+    }
+    if (!isMessage(msg)) {
+      handlers.dropped('a message without the Silo brand or with an unknown type');
+      return null;
+    }
+    if (sawProto && msg.type === 'call') {
+      delete msg.input;
+      msg.inputError = { kind: 'forbidden_key', message: '"__proto__" is not allowed as a property name' };
+    }
+    return msg;
+  }
+}
+
+const TYPES = new Set(['call', 'log', 'started', 'done']);
+
+function isMessage(msg: unknown): msg is WorkerMessage {
+  if (typeof msg !== 'object' || msg === null) return false;
+  const m = msg as { brand?: unknown; type?: unknown; id?: unknown; name?: unknown };
+  if (m.brand !== BRAND || typeof m.type !== 'string' || !TYPES.has(m.type)) return false;
+  if (m.type === 'call') return typeof m.id === 'number' && typeof m.name === 'string';
+  return true;
+}

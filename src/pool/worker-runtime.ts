@@ -1,0 +1,166 @@
+/**
+ * The worker side of one rollout: load the agent module, hand it the instruction, the tool
+ * schemas, a port-backed `callTool`, a signal and `log`, and send its completion on the same
+ * port as its calls. Everything the agent sends is JSON text.
+ */
+import { format } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '../protocol.js';
+import { captureOutput } from '../rollout/output.js';
+import { toErrorInfo } from '../errors.js';
+import type { AgentArgs, ToolResult } from '../types.js';
+
+type Send = (msg: WorkerMessage) => void;
+
+/** Runs one agent to completion. In single-use mode the worker thread exits afterwards. */
+export async function runAgentTask(task: WorkerTask): Promise<void> {
+  const { port } = task;
+  const pending = new Map<number, (result: ToolResult) => void>();
+  const controller = new AbortController();
+  let finished = false;
+  let nextId = 1;
+
+  const send: Send = (msg) => {
+    if (!finished) port.postMessage(JSON.stringify(msg));
+  };
+
+  // The listener also keeps the thread alive while an agent awaits a promise that never
+  // settles, so such an agent times out instead of exiting as if it had crashed.
+  port.on('message', (msg: HostMessage) => {
+    if (msg?.brand !== BRAND) return;
+    if (msg.type === 'result') {
+      const resolve = pending.get(msg.id);
+      pending.delete(msg.id);
+      resolve?.(msg.result);
+    } else if (msg.type === 'abort' && !controller.signal.aborted) {
+      controller.abort(new Error(msg.reason));
+    }
+  });
+
+  captureConsole(send);
+  // The wall clock starts now, so an agent module that never finishes loading also times out.
+  send({ brand: BRAND, type: 'started' });
+
+  const callTool = (name: unknown, input?: unknown): Promise<ToolResult> => {
+    const id = nextId++;
+    const message = encodeCall(id, String(name), input, task.limits.maxMessageBytes);
+    return new Promise<ToolResult>((resolve) => {
+      pending.set(id, resolve);
+      send(message);
+    });
+  };
+
+  const log = (message: unknown, data?: unknown): void => {
+    const msg: WorkerMessage = { brand: BRAND, type: 'log', message: String(message) };
+    if (data !== undefined) msg.data = jsonSafe(data);
+    send(msg);
+  };
+
+  const done = (msg: Omit<Extract<WorkerMessage, { type: 'done' }>, 'brand' | 'type'>): void => {
+    send({ brand: BRAND, type: 'done', ...msg });
+    finished = true;
+  };
+
+  let agent: unknown;
+  try {
+    const mod = (await importAgent(task.agentPath)) as { default?: unknown };
+    agent = mod.default;
+    if (typeof agent !== 'function') {
+      throw Object.assign(
+        new Error(
+          `${task.agentPath} has no default-export function; export one: \`export default async function agent({ instruction, tools, callTool, signal, log }) { ... }\``,
+        ),
+        { code: 'agent_load_error' },
+      );
+    }
+  } catch (err) {
+    done({ outcome: 'load_error', output: null, outputTruncated: false, error: toErrorInfo(err, 'agent_load_error') });
+    return finish(task);
+  }
+
+  const args: AgentArgs = {
+    instruction: task.instruction,
+    tools: task.tools,
+    callTool,
+    signal: controller.signal,
+    log,
+  };
+  try {
+    const value = await (agent as (a: AgentArgs) => unknown)(args);
+    const captured = captureOutput(value, task.limits.maxOutputBytes);
+    done({
+      outcome: 'returned',
+      output: captured.output,
+      outputTruncated: captured.truncated,
+      ...(captured.error === undefined ? {} : { outputError: captured.error }),
+    });
+  } catch (err) {
+    done({ outcome: 'threw', output: null, outputTruncated: false, error: toErrorInfo(err, 'agent_threw') });
+  }
+  return finish(task);
+}
+
+function finish(task: WorkerTask): void {
+  if (task.exitAfter) {
+    // The completion is already queued on the port; leaving now means no later rollout can
+    // ever run in this thread. The pool starts a replacement in the background.
+    process.exit(0);
+  }
+  task.port.close();
+}
+
+/** Encodes a call as JSON text now, so later changes to the input (or shared memory) cannot reach the host. */
+function encodeCall(id: number, name: string, input: unknown, maxBytes: number): WorkerMessage {
+  const base = { brand: BRAND, type: 'call' as const, id, name };
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(input === undefined ? {} : input);
+  } catch (err) {
+    return { ...base, inputBytes: 0, inputError: { kind: 'unserialisable', message: (err as Error).message } };
+  }
+  if (text === undefined) {
+    return { ...base, inputBytes: 0, inputError: { kind: 'unserialisable', message: `a ${typeof input} has no JSON form` } };
+  }
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxBytes) {
+    return { ...base, inputBytes: bytes, inputError: { kind: 'too_large', message: `input is ${bytes} bytes` } };
+  }
+  return { ...base, input: JSON.parse(text) as unknown, inputBytes: bytes };
+}
+
+/** Routes the agent's console and stdout/stderr into the trace instead of Silo's own output. */
+function captureConsole(send: Send): void {
+  const emit = (stream: 'stdout' | 'stderr') => (...args: unknown[]) => {
+    send({ brand: BRAND, type: 'log', message: format(...args), stream });
+  };
+  for (const method of ['log', 'info', 'debug', 'trace'] as const) console[method] = emit('stdout');
+  for (const method of ['warn', 'error'] as const) console[method] = emit('stderr');
+  const writer = (stream: 'stdout' | 'stderr') =>
+    function write(chunk: unknown, ...rest: unknown[]): boolean {
+      const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8');
+      send({ brand: BRAND, type: 'log', message: text.replace(/\n$/, ''), stream });
+      const callback = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+      callback?.();
+      return true;
+    };
+  process.stdout.write = writer('stdout') as typeof process.stdout.write;
+  process.stderr.write = writer('stderr') as typeof process.stderr.write;
+}
+
+async function importAgent(path: string): Promise<unknown> {
+  if (/\.(c|m)?tsx?$/.test(path)) {
+    // Registering tsx costs ~100 ms, so only TypeScript agents pay for it.
+    const { tsImport } = await import('tsx/esm/api');
+    return tsImport(pathToFileURL(path).href, import.meta.url);
+  }
+  return import(pathToFileURL(path).href);
+}
+
+function jsonSafe(value: unknown): unknown {
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? String(value) : (JSON.parse(text) as unknown);
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Every message between the host and an agent's worker. Agent-to-host messages travel as JSON
+ * text on the rollout's own MessagePort and are parsed (and size-capped) by the host, so no
+ * shared memory or prototype trick crosses. Host-to-worker messages are trusted and
+ * structured-cloned. Each carries the brand so that foreign messages are ignored.
+ */
+import type { ErrorInfo, Limits, ToolResult, ToolSchema } from './types.js';
+
+export const BRAND = 'silo/1' as const;
+
+/** What the pool hands a worker to start one rollout. */
+export interface WorkerTask {
+  brand: typeof BRAND;
+  /** Absolute path of the agent module. */
+  agentPath: string;
+  instruction: string;
+  tools: ToolSchema[];
+  limits: Pick<Limits, 'maxOutputBytes' | 'maxMessageBytes'>;
+  /** The rollout's port; the completion travels on it too. */
+  port: import('node:worker_threads').MessagePort;
+  /** Single-use workers exit after the rollout so that no later rollout shares them. */
+  exitAfter: boolean;
+}
+
+/** Worker → host (sent as JSON text). */
+export type WorkerMessage =
+  | {
+      brand: typeof BRAND;
+      type: 'call';
+      id: number;
+      name: string;
+      /** Absent when the input could not be sent (see inputError). */
+      input?: unknown;
+      /** UTF-8 bytes of the input's JSON text. */
+      inputBytes: number;
+      /** Set when the input was not JSON-serialisable, was over maxMessageBytes, or held `__proto__`. */
+      inputError?: { kind: 'unserialisable' | 'too_large' | 'forbidden_key'; message: string };
+    }
+  | { brand: typeof BRAND; type: 'log'; message: string; data?: unknown; stream?: 'stdout' | 'stderr' }
+  | { brand: typeof BRAND; type: 'started' }
+  | {
+      brand: typeof BRAND;
+      type: 'done';
+      /** How the agent function ended. */
+      outcome: 'returned' | 'threw' | 'load_error';
+      output: string | null;
+      outputTruncated: boolean;
+      /** Why the output could not be serialised, when it could not. */
+      outputError?: string;
+      error?: ErrorInfo;
+    };
+
+/** Host → worker (structured clone). */
+export type HostMessage =
+  | { brand: typeof BRAND; type: 'result'; id: number; result: ToolResult }
+  | { brand: typeof BRAND; type: 'abort'; reason: string };

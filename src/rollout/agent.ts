@@ -1,0 +1,168 @@
+/**
+ * Steps 4–6: load the agent in a worker of its own, call it once, take its output. Limits fire
+ * the agent's signal, wait the grace period, then terminate the worker. The termination says
+ * how the agent's part ended.
+ */
+import { performance } from 'node:perf_hooks';
+import { HostChannel, type DoneMessage } from '../pool/channel.js';
+import type { AgentPool } from '../pool/pool.js';
+import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
+import type { ErrorInfo, Limits, Termination } from '../types.js';
+import { createCallPath } from './call.js';
+import { LimitGuard } from './limits.js';
+import { capText } from './output.js';
+import type { Toolbox } from './tools.js';
+import { round, type Trace } from './trace.js';
+
+export interface AgentPhaseOptions {
+  pool: AgentPool;
+  agentPath: string;
+  instruction: string;
+  toolbox: Toolbox;
+  limits: Limits;
+  trace: Trace;
+  /** Cancels the rollout (termination `cancelled`). */
+  signal?: AbortSignal | undefined;
+}
+
+export interface AgentPhase {
+  termination: Exclude<Termination, 'not_started'>;
+  output: string | null;
+  outputTruncated: boolean;
+  /** Why the agent failed to load, threw or crashed. */
+  error?: ErrorInfo;
+  toolCalls: number;
+  refusedCalls: number;
+  toolTimeMs: number;
+  /** From the worker taking the rollout to the agent's end, ms. */
+  agentMs: number;
+}
+
+export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
+  const { limits, trace } = opts;
+  const terminate = new AbortController();
+  let graceTimer: NodeJS.Timeout | undefined;
+  let startedAt: number | undefined;
+
+  const guard = new LimitGuard(limits, (fired) => {
+    trace.add({ type: 'limit_exceeded', limit: fired.limit, message: fired.reason });
+    channel.abort(fired.reason);
+    graceTimer = setTimeout(() => terminate.abort(fired.reason), limits.graceMs);
+  });
+  const calls = createCallPath(guard, opts.toolbox, trace);
+  // JSON escaping can make text up to 6× longer than its bytes (\u0000), hence the factor.
+  const maxChars = 6 * Math.max(limits.maxMessageBytes, limits.maxOutputBytes) + MESSAGE_ENVELOPE_BYTES;
+  const channel = new HostChannel(
+    {
+      call: (msg) => calls.handle(msg),
+      log: (msg) => {
+        const message = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}… (truncated)` : msg.message;
+        trace.add({
+          type: 'agent_log',
+          message,
+          ...(msg.data === undefined ? {} : { data: msg.data }),
+          ...(msg.stream === undefined ? {} : { stream: msg.stream }),
+        });
+      },
+      started: () => {
+        startedAt ??= performance.now();
+        guard.startClock();
+      },
+      dropped: (reason) => trace.add({ type: 'agent_log', message: `silo: dropped ${reason}`, stream: 'stderr' }),
+    },
+    maxChars,
+  );
+
+  const onCancel = (): void => guard.fire({ termination: 'cancelled', limit: 'cancel', reason: 'cancelled' });
+  if (opts.signal?.aborted) onCancel();
+  opts.signal?.addEventListener('abort', onCancel, { once: true });
+
+  const exit = opts.pool.run(
+    { agentPath: opts.agentPath, instruction: opts.instruction, tools: opts.toolbox.schemas, limits },
+    channel.workerPort,
+    limits.memoryMb,
+    terminate.signal,
+  );
+
+  // Either the completion arrives, or the worker goes away first. In the second case, wait for
+  // the port to drain and close: messages sent before the exit are still delivered.
+  let done = await Promise.race([channel.done, exit.then(() => undefined)]);
+  const endedAt = performance.now();
+  if (done === undefined) {
+    await Promise.race([channel.closed, sleep(PORT_DRAIN_MS)]);
+    done = await Promise.race([channel.done, Promise.resolve(null)]);
+  }
+  // A worker that reported but does not leave on its own is terminated.
+  const exited = await Promise.race([exit, sleep(limits.graceMs).then(() => null)]);
+  if (exited === null) terminate.abort('the worker did not exit after the agent finished');
+  const exitInfo = await exit;
+
+  guard.stop();
+  clearTimeout(graceTimer);
+  opts.signal?.removeEventListener('abort', onCancel);
+  // Calls taken before the end still finish, so the world is final before it is diffed.
+  await Promise.race([channel.settle(), sleep(INFLIGHT_SETTLE_MS)]);
+  channel.close();
+
+  const base = {
+    toolCalls: guard.toolCalls,
+    refusedCalls: guard.refusedCalls,
+    toolTimeMs: calls.toolTimeMs,
+    agentMs: round(endedAt - (startedAt ?? endedAt)),
+  };
+  const fired = guard.fired?.termination;
+
+  if (done) return { ...base, ...fromCompletion(done, fired, limits, trace) };
+
+  // No completion: the worker was terminated after a limit, ran out of memory, or died.
+  if (fired) return { ...base, termination: fired, output: null, outputTruncated: false };
+  if (exitInfo.kind === 'out_of_memory') {
+    const message = `the agent's worker ran out of memory (memoryMb ${limits.memoryMb})`;
+    trace.add({ type: 'limit_exceeded', limit: 'memoryMb', message });
+    return { ...base, termination: 'out_of_memory', output: null, outputTruncated: false, error: { code: 'out_of_memory', message } };
+  }
+  const error = { code: 'crashed', message: `the agent's worker ended before the agent returned (${exitInfo.message})` };
+  trace.add({ type: 'agent_threw', error });
+  return { ...base, termination: 'crashed', output: null, outputTruncated: false, error };
+}
+
+function fromCompletion(
+  done: DoneMessage,
+  fired: Termination | undefined,
+  limits: Limits,
+  trace: Trace,
+): Pick<AgentPhase, 'termination' | 'output' | 'outputTruncated' | 'error'> {
+  if (done.outcome === 'load_error') {
+    const error = capError(done.error, 'agent_load_error');
+    trace.add({ type: 'agent_threw', error });
+    return { termination: 'load_error', output: null, outputTruncated: false, error };
+  }
+  if (done.outcome === 'threw') {
+    const error = capError(done.error, 'agent_threw');
+    trace.add({ type: 'agent_threw', error });
+    return { termination: (fired as AgentPhase['termination'] | undefined) ?? 'threw', output: null, outputTruncated: false, error };
+  }
+  // The worker already cut the output; the host trusts nothing it sends and cuts again.
+  const text = typeof done.output === 'string' ? done.output : null;
+  const captured = text === null ? { output: null, truncated: false } : capText(text, limits.maxOutputBytes);
+  const truncated = captured.truncated || done.outputTruncated === true;
+  const outputError = typeof done.outputError === 'string' ? done.outputError : undefined;
+  trace.add({
+    type: 'agent_returned',
+    output: captured.output,
+    ...(truncated ? { outputTruncated: true } : {}),
+    ...(outputError === undefined ? {} : { outputError }),
+  });
+  return { termination: (fired as AgentPhase['termination'] | undefined) ?? 'returned', output: captured.output, outputTruncated: truncated };
+}
+
+function capError(error: ErrorInfo | undefined, code: string): ErrorInfo {
+  const message = String(error?.message ?? 'unknown error').slice(0, LOG_MESSAGE_MAX_CHARS);
+  const out: ErrorInfo = { code: typeof error?.code === 'string' ? error.code : code, message };
+  if (typeof error?.stack === 'string') out.stack = error.stack.slice(0, LOG_MESSAGE_MAX_CHARS);
+  return out;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

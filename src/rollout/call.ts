@@ -1,0 +1,61 @@
+/**
+ * The tool-call path as the host runs it for each call from the agent: abort/limit check →
+ * (lookup → validation → run → clone, in the toolbox) → a `tool_call` and a `tool_result`
+ * event sharing a callId, with durationMs. Nothing is ever thrown into the agent.
+ */
+import { performance } from 'node:perf_hooks';
+import type { CallMessage } from '../pool/channel.js';
+import type { ToolResult } from '../types.js';
+import type { LimitGuard } from './limits.js';
+import type { Toolbox } from './tools.js';
+import { round, type Trace } from './trace.js';
+
+export interface CallPath {
+  handle(msg: CallMessage): Promise<ToolResult>;
+  /** Sum of the durations of calls that ran, ms. */
+  readonly toolTimeMs: number;
+}
+
+export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace): CallPath {
+  let callId = 0;
+  let refusalRecorded = false;
+  let toolTimeMs = 0;
+
+  const record = (name: string, input: unknown, result: ToolResult, durationMs: number): void => {
+    const id = ++callId;
+    trace.add({ type: 'tool_call', callId: id, name, input });
+    trace.add({ type: 'tool_result', callId: id, durationMs, ...result });
+  };
+
+  return {
+    get toolTimeMs() {
+      return round(toolTimeMs);
+    },
+    async handle(msg) {
+      const refusal = guard.admit();
+      if (refusal) {
+        // Refused calls run nothing; the first is recorded, all are counted.
+        if (!refusalRecorded) record(msg.name, msg.input ?? null, refusal, 0);
+        refusalRecorded = true;
+        return refusal;
+      }
+      if (msg.inputError) {
+        const { kind, message } = msg.inputError;
+        const result: ToolResult =
+          kind === 'too_large'
+            ? { ok: false, error: { code: 'limit_exceeded', message: `call refused: ${message}, over maxMessageBytes`, limit: 'maxMessageBytes' } }
+            : { ok: false, error: { code: 'invalid_input', message: `invalid input for ${msg.name}: ${message}` } };
+        record(msg.name, { omitted: message }, result, 0);
+        return result;
+      }
+      const id = ++callId;
+      trace.add({ type: 'tool_call', callId: id, name: msg.name, input: msg.input });
+      const start = performance.now();
+      const result = await toolbox.call(msg.name, msg.input);
+      const durationMs = performance.now() - start;
+      toolTimeMs += durationMs;
+      trace.add({ type: 'tool_result', callId: id, durationMs: round(durationMs), ...result });
+      return result;
+    },
+  };
+}

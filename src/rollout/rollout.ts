@@ -1,0 +1,182 @@
+/**
+ * One rollout: the nine steps, in order. Each step lives in its own file of this folder; this
+ * one only calls them and records what happened. Whatever goes wrong, every artifact is written.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { resolve } from 'node:path';
+import { randomInt } from 'node:crypto';
+import { ulid } from 'ulid';
+import { SiloError, toErrorInfo } from '../errors.js';
+import { DEFAULT_OUT_DIR, resolveLimits } from '../options.js';
+import { SILO_VERSION } from '../paths.js';
+import { sharedPool, type AgentPool } from '../pool/pool.js';
+import type { ErrorInfo, Limits, ResultRecord, RunRecord, RunResult, Task, Termination } from '../types.js';
+import { runAgent, type AgentPhase } from './agent.js';
+import { RunArtifacts } from './artifacts.js';
+import { diffWorld, type Change } from './diff.js';
+import { grade, type Grade } from './grade.js';
+import { buildWorld, EnvironmentError, type World } from './state.js';
+import { bindTools } from './tools.js';
+import { Trace, round } from './trace.js';
+
+/** Options of one rollout. */
+export interface RolloutOptions {
+  /** The task to run (see loadTasks). */
+  task: Task;
+  /** The file the task came from, recorded in run.json. */
+  taskFile?: string | null;
+  /** Path of the agent module; it is only ever loaded inside the agent's worker. */
+  agent: string;
+  /** Overrides of the task's limits (CLI flags). */
+  limits?: Partial<Limits>;
+  /** Seed of ctx.random(); a random one is drawn and recorded when absent. */
+  seed?: number;
+  /** Artifacts go to `<outDir>/runs/<runId>/`. Default `.silo`. */
+  outDir?: string;
+  /** Cancels the rollout: the agent is stopped and the run is recorded as `cancelled`. */
+  signal?: AbortSignal;
+  /** The worker pool; the process-wide one by default. */
+  pool?: AgentPool;
+  /** Set by evals. */
+  evalId?: string;
+  trial?: number;
+}
+
+/** Runs one task with one agent and writes its artifacts. Throws only for set-up errors. */
+export async function runRollout(options: RolloutOptions): Promise<RunResult> {
+  const { task } = options;
+  const agentPath = resolveAgent(options.agent);
+  const limits = resolveLimits(task.limits, options.limits);
+  const seed = options.seed ?? randomInt(0, 2 ** 31);
+  if (!Number.isInteger(seed)) throw new SiloError('SILO_USAGE', `seed must be an integer (got ${seed})`);
+
+  const runId = ulid();
+  const artifacts = new RunArtifacts(resolve(options.outDir ?? DEFAULT_OUT_DIR), runId);
+  const started = new Date();
+  const t0 = performance.now();
+  const record: RunRecord = {
+    version: 1,
+    runId,
+    ...(options.evalId === undefined ? {} : { evalId: options.evalId }),
+    ...(options.trial === undefined ? {} : { trial: options.trial }),
+    taskId: task.id,
+    taskFile: options.taskFile ?? null,
+    agent: options.agent,
+    status: 'running',
+    termination: null,
+    startedAt: started.toISOString(),
+    finishedAt: null,
+    durationMs: null,
+    toolTimeMs: 0,
+    agentTimeMs: null,
+    toolCalls: 0,
+    refusedCalls: 0,
+    limits,
+    seed,
+    silo: SILO_VERSION,
+    node: process.versions.node,
+    worldHash: null,
+  };
+  await artifacts.create(record);
+  const trace = new Trace(artifacts.traceFile, t0);
+  trace.add({ type: 'run_started', taskId: task.id, agent: options.agent, seed });
+
+  let world: World | undefined;
+  let phase: AgentPhase | undefined;
+  let changes: Change[] = [];
+  let graded: Grade | undefined;
+  let error: ErrorInfo | undefined;
+  try {
+    // 1–2. A fresh world and its snapshot.
+    world = await buildWorld(task.environment, seed);
+    record.worldHash = world.worldHash;
+    // 3. Tools bound to the live world.
+    const toolbox = bindTools(task.environment, world.state, world.ctx);
+    // 4–6. The agent, in a worker of its own; its output.
+    phase = await runAgent({
+      pool: options.pool ?? sharedPool(),
+      agentPath,
+      instruction: task.instruction,
+      toolbox,
+      limits,
+      trace,
+      signal: options.signal,
+    });
+    if (phase.termination !== 'load_error' && phase.termination !== 'cancelled') {
+      // 7. The diff. 8. The grade (also after a timeout or crash: the world as the agent left it).
+      changes = diffWorld(world.initial, world.state);
+      graded = await grade(task, { initial: world.initial, final: world.state, output: phase.output, trace: trace.events }, changes);
+    } else if (phase.termination === 'cancelled') {
+      changes = diffWorld(world.initial, world.state);
+    }
+  } catch (err) {
+    error = err instanceof EnvironmentError ? { code: 'environment_error', message: err.message } : { ...toErrorInfo(err), code: 'internal_error' };
+  }
+
+  // 9. Artifacts.
+  const termination: Termination = phase?.termination ?? 'not_started';
+  if (!error && phase?.termination === 'load_error') {
+    error = { code: 'agent_load_error', message: phase.error?.message ?? 'the agent module did not load' };
+  }
+  if (!error && phase?.termination === 'cancelled') error = { code: 'cancelled', message: 'the rollout was cancelled' };
+  if (!error && graded?.status === 'error') error = graded.error;
+  const status = error ? 'error' : (graded?.status ?? 'error');
+  const score = error ? null : (graded?.score ?? null);
+  const checks = graded?.checks ?? [];
+  const output = phase?.output ?? null;
+
+  trace.add({ type: 'run_finished', status, termination, score });
+  const finished = new Date();
+  const durationMs = round(performance.now() - t0);
+  Object.assign(record, {
+    status,
+    termination,
+    finishedAt: finished.toISOString(),
+    durationMs,
+    toolTimeMs: phase?.toolTimeMs ?? 0,
+    agentTimeMs: phase ? round(Math.max(0, phase.agentMs - phase.toolTimeMs)) : null,
+    toolCalls: phase?.toolCalls ?? 0,
+    refusedCalls: phase?.refusedCalls ?? 0,
+  });
+  const result: ResultRecord = {
+    version: 1,
+    runId,
+    taskId: task.id,
+    status,
+    score,
+    checks,
+    output,
+    outputTruncated: phase?.outputTruncated ?? false,
+    termination,
+    ...(error ? { error } : {}),
+  };
+  await trace.close();
+  await artifacts.writeDiff(changes);
+  await artifacts.writeResult(result);
+  // run.json last: once it leaves "running", every other file is complete.
+  await artifacts.writeRun(record);
+
+  return {
+    runId,
+    runDir: artifacts.dir,
+    taskId: task.id,
+    status,
+    score,
+    termination,
+    checks,
+    output,
+    ...(error ? { error } : {}),
+    durationMs,
+    toolCalls: record.toolCalls,
+  };
+}
+
+function resolveAgent(agent: string): string {
+  if (typeof agent !== 'string' || agent === '') throw new SiloError('SILO_USAGE', 'an agent is needed: --agent <file>');
+  const path = resolve(agent);
+  if (!existsSync(path) || !statSync(path).isFile()) {
+    throw new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${path}; pass the path of a module that default-exports the agent function`);
+  }
+  return path;
+}

@@ -1,0 +1,110 @@
+/**
+ * Steps 1 and 2: build a fresh world and snapshot it. Also the deterministic context (seeded
+ * PRNG, simulated clock) that createState and every tool receive.
+ */
+import { createHash } from 'node:crypto';
+import { DEFAULT_CLOCK_START } from '../options.js';
+import type { Environment, WorldContext } from '../types.js';
+
+/** Raised when the world cannot be built; the run ends `not_started` with an `environment_error`. */
+export class EnvironmentError extends Error {
+  readonly code = 'environment_error';
+}
+
+export interface World<State = unknown> {
+  /** The live world the tools act on. */
+  state: State;
+  /** A deep copy taken before the agent started. */
+  initial: State;
+  ctx: WorldContext;
+  /** sha256 of the initial world's JSON. */
+  worldHash: string;
+}
+
+/** Every world createState has returned in this process, to catch a cached object handed out twice. */
+const seenWorlds = new WeakSet<object>();
+/** Environments whose createState has passed the two-call freshness probe. */
+const probed = new WeakSet<object>();
+
+/** mulberry32: small, fast, and good enough for simulated worlds. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The context of one rollout. */
+export function createContext(seed: number, clockStart: string | number | undefined): WorldContext {
+  const start = clockStart === undefined ? DEFAULT_CLOCK_START : new Date(clockStart).getTime();
+  if (Number.isNaN(start)) throw new EnvironmentError(`clockStart ${JSON.stringify(clockStart)} is not a date`);
+  let now = start;
+  return {
+    seed,
+    random: seededRandom(seed),
+    now: () => now,
+    advance(ms: number) {
+      if (!(ms >= 0)) throw new RangeError('ctx.advance(ms) needs a non-negative number');
+      now += ms;
+    },
+  };
+}
+
+/** Steps 1–2: createState with the freshness guard, then the snapshot. */
+export async function buildWorld<State>(environment: Environment<State>, seed: number): Promise<World<State>> {
+  const ctx = createContext(seed, environment.clockStart);
+  const state = await callCreateState(environment, ctx);
+  if (!probed.has(environment)) {
+    // The first rollout of an environment in this process asks for a second world: a
+    // createState that hands out one cached object (an imported JSON module, say) shows here.
+    const other = await callCreateState(environment, createContext(seed, environment.clockStart));
+    if (other === state) throw staleWorld(environment.name);
+    probed.add(environment);
+  }
+  if (seenWorlds.has(state as object)) throw staleWorld(environment.name);
+  seenWorlds.add(state as object);
+
+  let initial: State;
+  try {
+    initial = structuredClone(state);
+  } catch (err) {
+    throw new EnvironmentError(
+      `the world built by ${environment.name}.createState() cannot be copied (${(err as Error).message}); keep the world to plain data (no functions or class instances with private state)`,
+    );
+  }
+  return { state, initial, ctx, worldHash: hashWorld(initial) };
+}
+
+async function callCreateState<State>(environment: Environment<State>, ctx: WorldContext): Promise<State> {
+  let state: State;
+  try {
+    state = await environment.createState(ctx);
+  } catch (err) {
+    throw new EnvironmentError(`${environment.name}.createState() threw: ${(err as Error)?.message ?? String(err)}`);
+  }
+  if (typeof state !== 'object' || state === null) {
+    throw new EnvironmentError(`${environment.name}.createState() must return an object (got ${state === null ? 'null' : typeof state})`);
+  }
+  return state;
+}
+
+function staleWorld(name: string): EnvironmentError {
+  return new EnvironmentError(
+    `${name}.createState() returned an object it has returned before, so one rollout would see another's changes; return a new object on every call, e.g. \`createState: () => structuredClone(seed)\``,
+  );
+}
+
+/** sha256 of a world's JSON text, recorded in run.json to tell which world a run saw. */
+export function hashWorld(world: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(world, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) ?? 'undefined';
+  } catch {
+    text = 'unhashable';
+  }
+  return createHash('sha256').update(text).digest('hex');
+}

@@ -1,0 +1,61 @@
+/**
+ * Step 3: bind the tools to the live world. A bound toolbox runs the part of the tool-call path
+ * that touches the world: lookup → validation → run → clone. Every failure is a ToolResult.
+ */
+import type { Environment, Tool, ToolResult, ToolSchema, WorldContext } from '../types.js';
+import { compileTool, validateInput } from './validate.js';
+import { nearestFirst } from './similar.js';
+
+export interface Toolbox {
+  /** The schemas an agent receives: name, description and the schema as enforced. */
+  readonly schemas: ToolSchema[];
+  /** Lookup, validation, run and clone. Never throws. */
+  call(name: string, input: unknown): Promise<ToolResult>;
+}
+
+/** The schemas an agent of this environment receives (also what `silo tools` prints). */
+export function toolSchemas(environment: Environment): ToolSchema[] {
+  return environment.tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: compileTool(tool, environment.name).schema,
+  }));
+}
+
+/** Binds an environment's tools to a live world. */
+export function bindTools<State>(environment: Environment<State>, state: State, ctx: WorldContext): Toolbox {
+  const byName = new Map<string, Tool<State>>(environment.tools.map((t) => [t.name, t]));
+  const names = [...byName.keys()];
+  return {
+    schemas: toolSchemas(environment),
+    async call(name, input) {
+      const tool = byName.get(name);
+      if (!tool) {
+        const nearest = nearestFirst(name, names);
+        return fail('tool_not_found', `no tool named '${name}'. Available tools, nearest first: ${nearest.join(', ')}`, {
+          available: nearest,
+        });
+      }
+      const invalid = validateInput(tool, environment.name, input);
+      if (invalid) {
+        return fail('invalid_input', invalid.message, { issues: invalid.issues, parameters: invalid.parameters });
+      }
+      let value: unknown;
+      try {
+        value = await tool.run(state, input, ctx);
+      } catch (err) {
+        return fail('tool_error', err instanceof Error ? err.message : `${name} failed: ${String(err)}`);
+      }
+      try {
+        // The agent gets a copy: nothing it does with the value can reach back into the world.
+        return { ok: true, value: value === undefined ? null : structuredClone(value) };
+      } catch (err) {
+        return fail('tool_error', `${name} returned a value that cannot be cloned (${(err as Error).message}); tools must return plain data`);
+      }
+    },
+  };
+}
+
+function fail(code: Extract<ToolResult, { ok: false }>['error']['code'], message: string, details?: object): ToolResult {
+  return { ok: false, error: { code, message, ...details } };
+}

@@ -1,0 +1,230 @@
+/**
+ * The shared vocabulary of Silo: what users write (environments, tools, tasks, agents),
+ * what a rollout records (trace events, checks) and what it returns (RunResult).
+ */
+
+/** A JSON Schema object as written by a tool author (usually `as const`). */
+export type JsonSchema = { readonly [key: string]: unknown };
+
+/** Deterministic services handed to `createState` and to every tool run. */
+export interface WorldContext {
+  /** A seeded PRNG in [0, 1); the seed is recorded in run.json. */
+  random(): number;
+  /** The simulated clock in ms since the epoch: fixed for the rollout unless advanced. */
+  now(): number;
+  /** Moves the simulated clock forward by `ms` (for environments that model time). */
+  advance(ms: number): void;
+  /** The seed of this rollout. */
+  readonly seed: number;
+}
+
+/** A tool as an agent sees it: schema only, never the `run` function. */
+export interface ToolSchema {
+  name: string;
+  description: string;
+  inputSchema: JsonSchema;
+}
+
+/** A tool as an environment defines it. */
+export interface Tool<State = any, Input = any, Output = unknown> {
+  name: string;
+  description: string;
+  inputSchema: JsonSchema;
+  /** Optional hint: the tool never changes the world (used by diagnosis and `silo check`). */
+  readOnly?: boolean;
+  /** Acts on the live world. May be async. Throwing makes the call a `tool_error`. */
+  run(state: State, input: Input, ctx: WorldContext): Output | Promise<Output>;
+}
+
+/** A world and the tools that act on it. */
+export interface Environment<State = any> {
+  name: string;
+  /** MUST return a new object on every call (structuredClone a seed; never return a cached module). */
+  createState(ctx: WorldContext): State | Promise<State>;
+  tools: readonly Tool<State>[];
+  /** Start of the simulated clock (ISO date or ms). Default 2025-01-01T00:00:00.000Z. */
+  clockStart?: string | number;
+}
+
+/** One graded fact about a rollout. */
+export interface Check {
+  name: string;
+  pass: boolean;
+  expected?: unknown;
+  actual?: unknown;
+  message?: string;
+}
+
+/** Per-run limits. Task `limits` and CLI flags override the defaults. */
+export interface Limits {
+  /** Wall-clock limit for the agent, ms. */
+  timeoutMs: number;
+  /** Calls that may go past the limit check. */
+  maxToolCalls: number;
+  /** Time an agent gets to return after its signal fires, before its worker is terminated. */
+  graceMs: number;
+  /** V8 heap limit of the agent's worker, MiB. */
+  memoryMb: number;
+  /** UTF-8 bytes of the output text; longer output is truncated and flagged. */
+  maxOutputBytes: number;
+  /** UTF-8 bytes of one tool call's input as sent by the agent. */
+  maxMessageBytes: number;
+}
+
+/** What a verifier receives. */
+export interface VerifyArgs<State = any> {
+  initial: State;
+  final: State;
+  /** The agent's output text, or null. */
+  output: string | null;
+  trace: readonly TraceEvent[];
+}
+
+/** A reference solution: the calls to make and the answer to give. */
+export interface Solution {
+  calls: { name: string; input: unknown }[];
+  output?: unknown;
+}
+
+/** A task: an instruction in an environment, and a verifier. */
+export interface Task<State = any> {
+  id: string;
+  environment: Environment<State>;
+  instruction: string;
+  verify(args: VerifyArgs<State>): Check[] | Promise<Check[]>;
+  limits?: Partial<Limits>;
+  /** Paths the agent may change (dot-separated, `*` = one segment); any other change fails a check. */
+  mayChange?: readonly string[];
+  tags?: readonly string[];
+  solution?: Solution;
+}
+
+/** Codes of a failed tool call; a closed set. */
+export type ToolErrorCode = 'tool_not_found' | 'invalid_input' | 'tool_error' | 'limit_exceeded' | 'aborted';
+
+/** What `callTool` resolves to. It never rejects. */
+export type ToolResult =
+  | { ok: true; value: unknown }
+  | { ok: false; error: { code: ToolErrorCode; message: string; [detail: string]: unknown } };
+
+/** The single argument of an agent function. */
+export interface AgentArgs {
+  instruction: string;
+  tools: ToolSchema[];
+  callTool(name: string, input?: unknown): Promise<ToolResult>;
+  signal: AbortSignal;
+  log(message: string, data?: unknown): void;
+}
+
+/** An agent module default-exports one of these. */
+export type Agent = (args: AgentArgs) => unknown;
+
+/** How the agent's part of a rollout ended. */
+export type Termination =
+  | 'returned'
+  | 'threw'
+  | 'timeout'
+  | 'tool_call_limit'
+  | 'crashed'
+  | 'out_of_memory'
+  | 'load_error'
+  | 'not_started'
+  | 'cancelled';
+
+export type RunStatus = 'running' | 'passed' | 'failed' | 'error';
+
+/** Why a run has status `error`. */
+export type RunErrorCode = 'environment_error' | 'verifier_error' | 'agent_load_error' | 'cancelled' | 'internal_error';
+
+/** The data form of a failure, as it crosses threads or lands in result.json. */
+export interface ErrorInfo {
+  code: string;
+  message: string;
+  stack?: string;
+}
+
+interface EventBase {
+  seq: number;
+  /** ms since the run started */
+  t: number;
+}
+
+/** One line of trace.jsonl. */
+export type TraceEvent = EventBase &
+  (
+    | { type: 'run_started'; taskId: string; agent: string; seed: number }
+    | { type: 'tool_call'; callId: number; name: string; input: unknown }
+    | ({ type: 'tool_result'; callId: number; durationMs: number } & ToolResult)
+    | { type: 'agent_log'; message: string; data?: unknown; stream?: 'stdout' | 'stderr' }
+    | { type: 'agent_returned'; output: string | null; outputTruncated?: boolean; outputError?: string }
+    | { type: 'agent_threw'; error: ErrorInfo }
+    | { type: 'limit_exceeded'; limit: string; message: string }
+    | { type: 'run_finished'; status: RunStatus; termination: Termination; score: number | null }
+  );
+
+/** Distributes over the union so each event type keeps its own fields. */
+export type TraceEventInput = TraceEvent extends infer E
+  ? E extends TraceEvent
+    ? Omit<E, 'seq' | 't'>
+    : never
+  : never;
+
+/** run.json */
+export interface RunRecord {
+  version: 1;
+  runId: string;
+  evalId?: string;
+  trial?: number;
+  taskId: string;
+  taskFile: string | null;
+  agent: string;
+  status: RunStatus;
+  termination: Termination | null;
+  startedAt: string;
+  finishedAt: string | null;
+  /** Wall time of the whole rollout, ms. */
+  durationMs: number | null;
+  /** Sum of tool durations, ms. */
+  toolTimeMs: number;
+  /** Time the agent spent outside tools (thinking), ms. */
+  agentTimeMs: number | null;
+  /** Calls that went past the limit check. */
+  toolCalls: number;
+  /** Calls refused by a limit or after the signal; they ran nothing. */
+  refusedCalls: number;
+  limits: Limits;
+  seed: number;
+  silo: string;
+  node: string;
+  worldHash: string | null;
+  usage?: { inputTokens: number; outputTokens: number; requests: number };
+}
+
+/** result.json */
+export interface ResultRecord {
+  version: 1;
+  runId: string;
+  taskId: string;
+  status: RunStatus;
+  score: number | null;
+  checks: Check[];
+  output: string | null;
+  outputTruncated: boolean;
+  termination: Termination;
+  error?: ErrorInfo;
+}
+
+/** What `runRollout` returns. */
+export interface RunResult {
+  runId: string;
+  runDir: string;
+  taskId: string;
+  status: Exclude<RunStatus, 'running'>;
+  score: number | null;
+  termination: Termination;
+  checks: Check[];
+  output: string | null;
+  error?: ErrorInfo;
+  durationMs: number;
+  toolCalls: number;
+}
