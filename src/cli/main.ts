@@ -1,0 +1,55 @@
+/** The `silo` command: commander wiring only; every command calls the programmatic API. */
+import { Command, CommanderError } from 'commander';
+import { SiloError } from '../errors.js';
+import { SILO_VERSION } from '../paths.js';
+import { closeSharedPool } from '../pool/pool.js';
+import { registerLs } from './ls.js';
+import { registerRun } from './run.js';
+import { registerShow } from './show.js';
+import { registerTools } from './tools.js';
+
+export function createProgram(): Command {
+  const program = new Command()
+    .name('silo')
+    .description('Grade AI agents inside in-memory simulated worlds.')
+    .version(SILO_VERSION, '-v, --version')
+    .showSuggestionAfterError()
+    .exitOverride()
+    .addHelpText(
+      'after',
+      '\nArtifacts go to .silo/runs/<runId>/ (run.json, trace.jsonl, state-diff.json, result.json).\n' +
+        'Exit codes: 0 all passed, 1 something failed, 2 usage or set-up error.\n' +
+        'Start with: silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts',
+    );
+  registerRun(program);
+  registerShow(program);
+  registerTools(program);
+  registerLs(program);
+  for (const command of program.commands) command.exitOverride();
+  return program;
+}
+
+/** Runs the CLI; resolves to the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  process.exitCode = 0;
+  try {
+    await createProgram().parseAsync(argv, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Commander has already printed the message (or the help).
+      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help' ? 0 : 2;
+    }
+    if (err instanceof SiloError) {
+      process.stderr.write(`silo: ${err.message}\n`);
+      return 2;
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`silo: internal error: ${message}\n`);
+    if (process.env.SILO_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    else process.stderr.write('silo: set SILO_DEBUG=1 for the stack trace, and please report it\n');
+    return 2;
+  } finally {
+    await closeSharedPool();
+  }
+}

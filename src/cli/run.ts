@@ -1,0 +1,107 @@
+/** `silo run`: one rollout per selected task, in order. */
+import type { Command } from 'commander';
+import { join, relative, resolve } from 'node:path';
+import { loadTasks } from '../load.js';
+import { selectTasks } from '../filter.js';
+import { runRollout } from '../rollout/rollout.js';
+import type { Limits, RunResult } from '../types.js';
+import { collect, integer } from './options.js';
+import { createStyle } from './style.js';
+import { ms } from '../inspect/show.js';
+import { onInterrupt } from './signals.js';
+
+interface RunFlags {
+  agent: string;
+  task?: string[];
+  tag?: string[];
+  timeout?: number;
+  maxToolCalls?: number;
+  memory?: number;
+  seed?: number;
+  out: string;
+  json?: boolean;
+}
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description('run an agent on the tasks of a task file, one rollout each, and write the artifacts')
+    .argument('<task-file>', 'a module that default-exports a task or an array of tasks (.js, .mjs, .ts)')
+    .requiredOption('-a, --agent <file>', 'the agent module (default-exports the agent function)')
+    .option('-t, --task <id>', 'only tasks with this id or glob, e.g. "helpdesk/*" (repeatable)', collect)
+    .option('--tag <tag>', 'only tasks with this tag (repeatable)', collect)
+    .option('--timeout <ms>', 'wall-clock limit per rollout, ms (default 300000)', integer(1))
+    .option('--max-tool-calls <n>', 'tool calls allowed per rollout (default 500)', integer(0))
+    .option('--memory <mb>', 'heap limit of the agent worker, MiB (default 512)', integer(16))
+    .option('--seed <n>', 'seed of ctx.random() (default: drawn and recorded)', integer(0))
+    .option('-o, --out <dir>', 'artifact folder: writes <dir>/runs/<runId>/', '.silo')
+    .option('--json', 'print a JSON array of { runId, taskId, status, score, termination, runDir } instead')
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 every run passed, 1 a run failed or had an error, 2 usage or set-up error.\n' +
+        'Example:\n  silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts --task helpdesk/close-ticket',
+    )
+    .action(async (taskFile: string, flags: RunFlags) => {
+      process.exitCode = await runCommand(taskFile, flags);
+    });
+}
+
+async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
+  const tasks = selectTasks(await loadTasks([taskFile]), { ...(flags.task ? { task: flags.task } : {}), ...(flags.tag ? { tag: flags.tag } : {}) });
+  const limits: Partial<Limits> = {};
+  if (flags.timeout !== undefined) limits.timeoutMs = flags.timeout;
+  if (flags.maxToolCalls !== undefined) limits.maxToolCalls = flags.maxToolCalls;
+  if (flags.memory !== undefined) limits.memoryMb = flags.memory;
+
+  const s = createStyle(process.stdout);
+  const cancel = new AbortController();
+  const stopListening = onInterrupt(() => cancel.abort());
+  const results: RunResult[] = [];
+  try {
+    for (const { task, file } of tasks) {
+      if (cancel.signal.aborted) break;
+      const result = await runRollout({
+        task,
+        taskFile: file,
+        agent: flags.agent,
+        limits,
+        outDir: flags.out,
+        signal: cancel.signal,
+        ...(flags.seed === undefined ? {} : { seed: flags.seed }),
+      });
+      results.push(result);
+      if (!flags.json) process.stdout.write(`${formatLine(result, s)}\n`);
+    }
+  } finally {
+    stopListening();
+  }
+
+  if (flags.json) {
+    const rows = results.map(({ runId, taskId, status, score, termination, runDir }) => ({ runId, taskId, status, score, termination, runDir }));
+    process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+  } else {
+    const passed = results.filter((r) => r.status === 'passed').length;
+    const failed = results.filter((r) => r.status === 'failed').length;
+    const errors = results.length - passed - failed;
+    const parts = [s.green(`${passed} passed`), failed ? s.red(`${failed} failed`) : '', errors ? s.yellow(`${errors} error`) : ''].filter(Boolean);
+    const runsDir = join(resolve(flags.out), 'runs');
+    const where = relative(process.cwd(), runsDir).startsWith('..') ? runsDir : relative(process.cwd(), runsDir);
+    process.stdout.write(`\n${results.length} run${results.length === 1 ? '' : 's'}: ${parts.join(', ')}  ${s.dim(`artifacts in ${where}/`)}\n`);
+  }
+  if (cancel.signal.aborted) return 130;
+  return results.every((r) => r.status === 'passed') ? 0 : 1;
+}
+
+function formatLine(r: RunResult, s: ReturnType<typeof createStyle>): string {
+  const mark = r.status === 'passed' ? s.green('✓') : r.status === 'failed' ? s.red('✗') : s.yellow('!');
+  const score = r.score === null ? '  -  ' : r.score.toFixed(2);
+  const head = `${mark} ${r.taskId}  ${r.status}  ${score}  ${r.termination}  ${r.toolCalls} call${r.toolCalls === 1 ? '' : 's'}  ${ms(r.durationMs)}`;
+  const lines = [head];
+  if (r.error) lines.push(`    ${s.yellow(r.error.code)}: ${r.error.message}`);
+  for (const c of r.checks.filter((c) => !c.pass).slice(0, 5)) {
+    const detail = c.message ?? ('expected' in c ? `expected ${JSON.stringify(c.expected)}, actual ${JSON.stringify(c.actual)}` : '');
+    lines.push(`    ${s.red('✗')} ${c.name}${detail ? s.dim(`: ${detail.slice(0, 200)}`) : ''}`);
+  }
+  if (r.status !== 'passed') lines.push(`    ${s.dim(`→ silo show ${r.runId}`)}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,43 @@
+/** `silo tools`: exactly the schemas an agent receives, once per distinct environment. */
+import type { Command } from 'commander';
+import { loadTasks } from '../load.js';
+import { selectTasks } from '../filter.js';
+import { toolSchemas } from '../rollout/tools.js';
+import type { Environment, ToolSchema } from '../types.js';
+import { collect } from './options.js';
+import { createStyle } from './style.js';
+
+export function registerTools(program: Command): void {
+  program
+    .command('tools')
+    .description('print the tool schemas an agent receives, once per environment, with the tasks that use it')
+    .argument('<task-file>', 'a task module')
+    .option('-t, --task <id>', 'only tasks with this id or glob (repeatable)', collect)
+    .option('--json', 'print [{ environment, tasks, tools }] as JSON')
+    .action(async (taskFile: string, flags: { task?: string[]; json?: boolean }) => {
+      const tasks = selectTasks(await loadTasks([taskFile]), flags.task ? { task: flags.task } : {});
+      const groups = new Map<Environment, string[]>();
+      for (const { task } of tasks) groups.set(task.environment, [...(groups.get(task.environment) ?? []), task.id]);
+      const rows = [...groups].map(([env, ids]) => ({ environment: env.name, tasks: ids, tools: toolSchemas(env) }));
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+        return;
+      }
+      const s = createStyle(process.stdout);
+      for (const row of rows) {
+        process.stdout.write(`${s.bold(row.environment)}  ${s.dim(`${row.tools.length} tools · tasks: ${row.tasks.join(', ')}`)}\n`);
+        for (const tool of row.tools) process.stdout.write(`${formatTool(tool, s)}\n`);
+        process.stdout.write('\n');
+      }
+    });
+}
+
+function formatTool(tool: ToolSchema, s: ReturnType<typeof createStyle>): string {
+  const props = (tool.inputSchema.properties ?? {}) as Record<string, { type?: unknown; description?: string; enum?: unknown[] }>;
+  const required = new Set((tool.inputSchema.required ?? []) as string[]);
+  const params = Object.entries(props).map(([name, p]) => {
+    const type = p.enum ? p.enum.map((v) => JSON.stringify(v)).join('|') : Array.isArray(p.type) ? p.type.join('|') : String(p.type ?? 'any');
+    return `    ${name}${required.has(name) ? '' : '?'}: ${type}${p.description ? s.dim(`  ${p.description}`) : ''}`;
+  });
+  return [`  ${s.cyan(tool.name)}  ${tool.description}`, ...params].join('\n');
+}

@@ -1,0 +1,146 @@
+/**
+ * A run made readable: a header (task, agent, status, score, termination, think/tool split),
+ * then the timeline (each call with its input, result or error and duration), the diff, and
+ * the checks with expected and actual.
+ */
+import type { Style } from '../cli/style.js';
+import { changePath, type Change } from '../rollout/diff.js';
+import type { Check, TraceEvent } from '../types.js';
+import type { LoadedRun } from './runs.js';
+
+/** Longest JSON shown inline for an input, a value or a check side. */
+const INLINE_CHARS = 240;
+
+export function formatRun(loaded: LoadedRun, s: Style): string {
+  const { run, result } = loaded;
+  const out: string[] = [];
+  const status = result?.status ?? run.status;
+  const paint = status === 'passed' ? s.green : status === 'failed' ? s.red : s.yellow;
+  out.push(`${s.bold(run.taskId)}  ${paint(status.toUpperCase())}${result?.score == null ? '' : `  score ${result.score.toFixed(2)}`}`);
+  out.push(`${s.dim('run')}         ${run.runId}  ${s.dim(loaded.dir)}`);
+  out.push(`${s.dim('agent')}       ${run.agent}`);
+  out.push(`${s.dim('termination')} ${run.termination ?? 'running'}`);
+  if (run.durationMs !== null) {
+    const think = run.agentTimeMs ?? 0;
+    const tool = run.toolTimeMs;
+    const share = think + tool > 0 ? Math.round((100 * think) / (think + tool)) : 0;
+    out.push(
+      `${s.dim('time')}        ${ms(run.durationMs)} total · agent thinking ${ms(think)} (${share}%) · tools ${ms(tool)} (${100 - share}%)`,
+    );
+  }
+  out.push(`${s.dim('tool calls')}  ${run.toolCalls}${run.refusedCalls > 0 ? ` (+${run.refusedCalls} refused)` : ''}  ${s.dim(`seed ${run.seed}`)}`);
+  if (result?.error) out.push(`${s.yellow('error')}       ${result.error.code}: ${result.error.message}`);
+
+  out.push('', s.bold('Timeline'));
+  out.push(...formatTimeline(loaded.trace, s));
+
+  out.push('', s.bold('Changes to the world'));
+  out.push(...formatDiff(loaded.diff, s));
+
+  out.push('', s.bold('Checks'));
+  out.push(...formatChecks(result?.checks ?? [], s));
+  if (result && result.output !== null) {
+    out.push('', s.bold('Output') + (result.outputTruncated ? s.yellow(' (truncated)') : ''), indent(clip(result.output, 2000)));
+  }
+  return out.join('\n');
+}
+
+function formatTimeline(trace: readonly TraceEvent[], s: Style): string[] {
+  const lines: string[] = [];
+  const results = new Map<number, Extract<TraceEvent, { type: 'tool_result' }>>();
+  for (const e of trace) if (e.type === 'tool_result') results.set(e.callId, e);
+  for (const e of trace) {
+    const at = s.dim(`${ms(e.t).padStart(9)}`);
+    switch (e.type) {
+      case 'run_started':
+        lines.push(`${at}  started (seed ${e.seed})`);
+        break;
+      case 'tool_call': {
+        const r = results.get(e.callId);
+        lines.push(`${at}  ${s.cyan(`#${e.callId} ${e.name}`)} ${inline(e.input)}`);
+        if (!r) lines.push(`             ${s.yellow('… no result (the run ended first)')}`);
+        else if (r.ok) lines.push(`             ${s.green('→ ok')} ${s.dim(`(${ms(r.durationMs)})`)} ${inline(r.value)}`);
+        else lines.push(`             ${s.red(`→ ${r.error.code}`)} ${s.dim(`(${ms(r.durationMs)})`)} ${r.error.message}`);
+        break;
+      }
+      case 'agent_log':
+        lines.push(`${at}  ${s.dim(e.stream ? `[${e.stream}]` : '[log]')} ${clip(e.message, INLINE_CHARS)}${e.data === undefined ? '' : ` ${inline(e.data)}`}`);
+        break;
+      case 'limit_exceeded':
+        lines.push(`${at}  ${s.yellow(`limit ${e.limit}`)}: ${e.message}`);
+        break;
+      case 'agent_returned':
+        lines.push(`${at}  ${s.bold('returned')} ${e.output === null ? s.dim('null') : inline(e.output)}${e.outputError ? s.yellow(` (${e.outputError})`) : ''}`);
+        break;
+      case 'agent_threw':
+        lines.push(`${at}  ${s.red(e.error.code === 'agent_load_error' ? 'did not load' : e.error.code === 'crashed' ? 'crashed' : 'threw')}: ${e.error.message}`);
+        break;
+      case 'run_finished':
+        lines.push(`${at}  finished: ${e.status}, ${e.termination}`);
+        break;
+      case 'tool_result':
+        break;
+    }
+  }
+  return lines;
+}
+
+function formatDiff(diff: readonly Change[] | null, s: Style): string[] {
+  if (diff === null) return [s.dim('  (no diff recorded yet)')];
+  if (diff.length === 0) return [s.dim('  none')];
+  return diff.map((c) => {
+    const path = changePath(c).join('.');
+    switch (c.kind) {
+      case 'E':
+        return `  ${s.yellow('~')} ${path}: ${inline(c.lhs)} → ${inline(c.rhs)}`;
+      case 'N':
+        return `  ${s.green('+')} ${path}: ${inline(c.rhs)}`;
+      case 'D':
+        return `  ${s.red('-')} ${path}: ${inline(c.lhs)}`;
+      case 'A': {
+        const item = c.item;
+        if (item.kind === 'N') return `  ${s.green('+')} ${path}: ${inline(item.rhs)}`;
+        if (item.kind === 'D') return `  ${s.red('-')} ${path}: ${inline(item.lhs)}`;
+        return `  ${s.yellow('~')} ${path}: ${inline((item as { lhs?: unknown }).lhs)} → ${inline((item as { rhs?: unknown }).rhs)}`;
+      }
+    }
+  });
+}
+
+function formatChecks(checks: readonly Check[], s: Style): string[] {
+  if (checks.length === 0) return [s.dim('  none (the run was not graded)')];
+  const lines: string[] = [];
+  for (const c of checks) {
+    lines.push(`  ${c.pass ? s.green('✓') : s.red('✗')} ${c.name}`);
+    if (!c.pass) {
+      if ('expected' in c) lines.push(`      expected ${inline(c.expected)}`);
+      if ('actual' in c) lines.push(`      actual   ${inline(c.actual)}`);
+    }
+    if (c.message !== undefined && !c.pass) lines.push(`      ${c.message}`);
+  }
+  return lines;
+}
+
+function inline(value: unknown): string {
+  if (value === undefined) return '';
+  const text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  return clip(text, INLINE_CHARS);
+}
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} chars)`;
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((l) => `  ${l}`)
+    .join('\n');
+}
+
+/** A duration for people: 0.15ms, 210ms, 3.2s. */
+export function ms(value: number): string {
+  if (value < 1) return `${value.toFixed(2)}ms`;
+  if (value < 1000) return `${Math.round(value)}ms`;
+  return `${(value / 1000).toFixed(1)}s`;
+}
