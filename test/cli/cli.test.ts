@@ -1,0 +1,168 @@
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers.js';
+
+const out = tempDir('silo-cli-');
+afterAll(() => out.remove());
+
+interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built `silo` binary, as a user would. */
+function silo(...args: string[]): Promise<Ran> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['dist/src/cli/bin.js', ...args],
+      { env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+const TASKS = 'fixtures/helpdesk/tasks.ts';
+const SOLVER = 'fixtures/agents/helpdesk-solver.ts';
+const LIAR = 'fixtures/agents/confident-liar.ts';
+
+describe('silo run', () => {
+  it('exits 0 when every run passes and prints a line per task and the artifact folder', async () => {
+    const r = await silo('run', TASKS, '--agent', SOLVER, '--task', 'helpdesk/close-ticket', '--task', 'helpdesk/escalate-*', '--out', out.dir);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/✓ helpdesk\/close-ticket\s+passed/);
+    expect(r.stdout).toMatch(/✓ helpdesk\/escalate-priority\s+passed/);
+    expect(r.stdout).toMatch(/2 runs: 2 passed/);
+  });
+
+  it('exits 1 when a run fails, naming the failed check and how to show the run', async () => {
+    const r = await silo('run', TASKS, '--agent', LIAR, '--task', 'helpdesk/close-ticket', '--out', out.dir);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/✗ t3 is closed/);
+    expect(r.stdout).toMatch(/silo show [0-9A-Z]{26}/);
+  });
+
+  it('prints a JSON array with --json', async () => {
+    const r = await silo('run', TASKS, '--agent', SOLVER, '--task', 'helpdesk/close-ticket', '--seed', '5', '--json', '--out', out.dir);
+    const rows = JSON.parse(r.stdout) as Record<string, unknown>[];
+    expect(rows).toHaveLength(1);
+    expect(Object.keys(rows[0]!).sort()).toEqual(['runDir', 'runId', 'score', 'status', 'taskId', 'termination']);
+    expect(rows[0]).toMatchObject({ taskId: 'helpdesk/close-ticket', status: 'passed', score: 1, termination: 'returned' });
+  });
+
+  it('applies --timeout and --max-tool-calls', async () => {
+    const r = await silo('run', TASKS, '--agent', SOLVER, '--task', 'helpdesk/assign-urgent-to-on-call', '--max-tool-calls', '1', '--json', '--out', out.dir);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)[0].termination).toBe('tool_call_limit');
+    const t = await silo('run', TASKS, '--agent', 'fixtures/agents/hostile/infinite-loop.ts', '--task', 'helpdesk/close-ticket', '--timeout', '300', '--json', '--out', out.dir);
+    expect(JSON.parse(t.stdout)[0].termination).toBe('timeout');
+  });
+
+  it.each([
+    [['run', 'missing.ts', '--agent', SOLVER], /task file not found: .*missing\.ts/],
+    [['run', TASKS, '--agent', 'missing-agent.ts'], /agent file not found/],
+    [['run', TASKS], /required option '-a, --agent <file>'/],
+    [['run', TASKS, '--agent', SOLVER, '--timeout', 'soon'], /--timeout <ms>.*expected an integer/],
+    [['run', TASKS, '--agent', SOLVER, '--task', 'nope/*'], /no task matches --task nope\/\*/],
+    [['frobnicate'], /unknown command 'frobnicate'/],
+    [['show', 'NOSUCHRUN', '--out', 'nowhere'], /no run NOSUCHRUN/],
+  ])('exits 2 with one line for bad usage: %j', async (args, message) => {
+    const r = await silo(...args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('exits 2 with one line for a task file that does not load', async () => {
+    const file = join(out.dir, 'broken.tasks.mjs');
+    writeFileSync(file, 'export default [{ id: "x" }];\n');
+    const r = await silo('run', file, '--agent', SOLVER);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/broken\.tasks\.mjs.*needs an instruction/);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('records an agent without a default export as an error run (exit 1), not a usage error', async () => {
+    const r = await silo('run', TASKS, '--agent', 'fixtures/agents/hostile/no-default-export.ts', '--task', 'helpdesk/close-ticket', '--out', out.dir);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/agent_load_error: .*default-export/);
+  });
+});
+
+describe('silo show', () => {
+  it('shows the latest run: header, timeline with inputs and results, changes and checks', async () => {
+    await silo('run', TASKS, '--agent', 'fixtures/agents/hallucinator.ts', '--task', 'helpdesk/close-ticket', '--out', out.dir);
+    const r = await silo('show', '--out', out.dir);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^helpdesk\/close-ticket {2}PASSED {2}score 1\.00/);
+    expect(r.stdout).toMatch(/agent thinking .* tools /);
+    expect(r.stdout).toMatch(/#1 close_ticket .*\n.*→ tool_not_found/);
+    expect(r.stdout).toMatch(/#2 update_ticket \{"ticketId":"t3".*\n.*→ invalid_input/);
+    expect(r.stdout).toMatch(/→ ok/);
+    expect(r.stdout).toMatch(/~ tickets\.t3\.status: "open" → "closed"/);
+    expect(r.stdout).toMatch(/✓ t3 is closed/);
+    expect(r.stdout).not.toMatch(/\u001b\[/);
+  });
+
+  it('prints run, result, trace and diff with --json, found by a runId prefix', async () => {
+    const ran = await silo('run', TASKS, '--agent', SOLVER, '--task', 'helpdesk/close-ticket', '--json', '--out', out.dir);
+    const runId = JSON.parse(ran.stdout)[0].runId as string;
+    const r = await silo('show', runId.slice(0, 20), '--json', '--out', out.dir);
+    const shown = JSON.parse(r.stdout);
+    expect(shown.run.runId).toBe(runId);
+    expect(shown.result.status).toBe('passed');
+    expect(shown.trace[0].type).toBe('run_started');
+    expect(shown.diff.length).toBeGreaterThan(0);
+  });
+});
+
+describe('silo tools', () => {
+  it('prints exactly the schemas an agent receives, once per environment, with its tasks', async () => {
+    const r = await silo('tools', TASKS, '--json');
+    const rows = JSON.parse(r.stdout);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].environment).toBe('helpdesk');
+    expect(rows[0].tasks).toHaveLength(6);
+    const close = rows[0].tools.find((t: { name: string }) => t.name === 'update_ticket');
+    expect(close.inputSchema.additionalProperties).toBe(false);
+    const human = await silo('tools', TASKS, '--task', 'helpdesk/close-ticket');
+    expect(human.stdout).toMatch(/^helpdesk {2}7 tools · tasks: helpdesk\/close-ticket$/m);
+    expect(human.stdout).toMatch(/ticket_id: string/);
+  });
+});
+
+describe('silo ls', () => {
+  it('lists recent runs newest first', async () => {
+    const r = await silo('ls', '--out', out.dir, '--json');
+    const { runs } = JSON.parse(r.stdout);
+    expect(runs.length).toBeGreaterThan(3);
+    const ids = runs.map((x: { runId: string }) => x.runId);
+    expect([...ids].sort().reverse()).toEqual(ids);
+    const human = await silo('ls', '--out', out.dir, '--limit', '2');
+    expect(human.stdout).toMatch(/Runs \(2 of \d+, newest first\)/);
+  });
+
+  it('says how to start when there are no runs', async () => {
+    const empty = tempDir('silo-empty-');
+    const r = await silo('ls', '--out', empty.dir);
+    empty.remove();
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/no runs .* yet; start one with `silo run/);
+  });
+});
+
+describe('--help', () => {
+  it.each([[[]], [['run']], [['show']], [['tools']], [['ls']]])('is available for %j', async (cmd) => {
+    const r = await silo(...cmd, '--help');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Usage: silo/);
+  });
+});

@@ -1,0 +1,172 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { check, defineTool, loadTasks, runRollout, SiloError, type Task } from '../../src/index.js';
+import { applyChanges, type Change } from '../../src/rollout/diff.js';
+import { eventsOf, readRunFiles, tempDir, testWorld, type TestState } from '../helpers.js';
+
+const out = tempDir('silo-rollout-');
+afterAll(() => out.remove());
+
+const helpdesk = await loadTasks(['fixtures/helpdesk/tasks.ts']);
+const byId = (id: string): Task => helpdesk.find((t) => t.task.id === `helpdesk/${id}`)!.task;
+const agent = (name: string): string => `fixtures/agents/${name}`;
+
+describe('runRollout on the helpdesk world', () => {
+  it('passes every task with the solver, and writes all four artifacts', async () => {
+    for (const { task, file } of helpdesk) {
+      const r = await runRollout({ task, taskFile: file, agent: agent('helpdesk-solver.ts'), outDir: out.dir });
+      expect(r.status, `${task.id}: ${JSON.stringify(r.checks.filter((c) => !c.pass))}`).toBe('passed');
+      expect(r.score).toBe(1);
+      const files = readRunFiles(r.runDir);
+      expect(files.run.status).toBe('passed');
+      expect(files.run.taskFile).toBe(file);
+      expect(files.result.checks.length).toBeGreaterThan(0);
+      expect(files.trace[0]?.type).toBe('run_started');
+      expect(files.trace.at(-1)?.type).toBe('run_finished');
+    }
+  });
+
+  it('fails every task with the do-nothing agent', async () => {
+    for (const { task } of helpdesk) {
+      const r = await runRollout({ task, agent: agent('do-nothing.ts'), outDir: out.dir });
+      expect(r.status, task.id).toBe('failed');
+      expect(r.termination).toBe('returned');
+    }
+  });
+
+  it('records a confident liar as an answer with no tool call behind it', async () => {
+    const r = await runRollout({ task: byId('count-open-for-user'), agent: agent('confident-liar.ts'), outDir: out.dir });
+    const { trace, run } = readRunFiles(r.runDir);
+    expect(r.status).toBe('failed');
+    expect(run.toolCalls).toBe(0);
+    expect(eventsOf(trace, 'tool_call')).toHaveLength(0);
+    expect(eventsOf(trace, 'agent_returned')[0]?.output).toMatch(/3 open tickets/);
+  });
+
+  it('lets a hallucinating agent read its errors and correct itself', async () => {
+    const r = await runRollout({ task: byId('close-ticket'), agent: agent('hallucinator.ts'), outDir: out.dir });
+    expect(r.status).toBe('passed');
+    const { trace } = readRunFiles(r.runDir);
+    const results = eventsOf(trace, 'tool_result');
+    expect(results.map((e) => (e.ok ? 'ok' : e.error.code))).toEqual(['tool_not_found', 'invalid_input', 'ok']);
+    const [notFound, invalid] = results;
+    expect(!notFound!.ok && notFound!.error.message).toMatch(/update_ticket/);
+    expect(!invalid!.ok && invalid!.error.message).toMatch(/ticketId.*did you mean 'ticket_id'/);
+    expect(eventsOf(trace, 'agent_log').length).toBeGreaterThan(0);
+  });
+
+  it('writes a state diff that turns the initial world into the final world exactly', async () => {
+    const task = byId('assign-urgent-to-on-call');
+    const r = await runRollout({ task, agent: agent('helpdesk-solver.ts'), outDir: out.dir, seed: 7 });
+    const { diff } = readRunFiles(r.runDir);
+    expect(diff.length).toBeGreaterThan(0);
+    let final: unknown;
+    const probe = { ...task, verify: (args: { final: unknown }) => ((final = structuredClone(args.final)), [check.ok('seen', true)]) };
+    await runRollout({ task: probe, agent: agent('helpdesk-solver.ts'), outDir: out.dir, seed: 7 });
+    const initial = await task.environment.createState({ seed: 7, random: Math.random, now: () => 0, advance: () => {} });
+    expect(applyChanges(initial, diff as Change[])).toEqual(final);
+  });
+
+  it('fails a change outside mayChange and names the path', async () => {
+    const world = testWorld({ instruction: 'increment', verify: () => [check.ok('answered', true)] });
+    const task = { ...world.task, mayChange: ['values.allowed'] };
+    const r = await runRollout({ task, agent: 'fixtures/agents/hostile/calls-every-tool.ts', outDir: out.dir });
+    const may = r.checks.find((c) => c.name === 'mayChange');
+    expect(may?.pass).toBe(false);
+    expect(may?.actual).toEqual(['count']);
+    expect(may?.message).toMatch(/outside mayChange: count/);
+    expect(r.status).toBe('failed');
+  });
+});
+
+describe('run.json', () => {
+  it('exists from the start with status "running"', async () => {
+    const dir = tempDir('silo-running-');
+    try {
+      const world = testWorld({ limits: { timeoutMs: 1500, graceMs: 100 } });
+      const pending = runRollout({ task: world.task, agent: 'fixtures/agents/hostile/never-settles.ts', outDir: dir.dir });
+      let seen: { status: string } | undefined;
+      for (let i = 0; i < 100 && !seen; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        const runs = existsSync(join(dir.dir, 'runs')) ? readdirSync(join(dir.dir, 'runs')) : [];
+        if (runs[0]) seen = JSON.parse(readFileSync(join(dir.dir, 'runs', runs[0], 'run.json'), 'utf8'));
+      }
+      expect(seen?.status).toBe('running');
+      const r = await pending;
+      expect(readRunFiles(r.runDir).run.status).toBe('failed');
+    } finally {
+      dir.remove();
+    }
+  });
+
+  it('records the seed, and the same seed gives the same ctx.random()', async () => {
+    const roll = defineTool({
+      name: 'roll',
+      description: 'A random number from the world.',
+      inputSchema: { type: 'object', properties: {} } as const,
+      run: (state: TestState, _input, ctx) => {
+        state.values.roll = ctx.random();
+        return state.values.roll;
+      },
+    });
+    const rolls: unknown[] = [];
+    for (const seed of [42, 42, 43]) {
+      const world = testWorld({ tools: [roll], verify: ({ final }) => (rolls.push(final.values.roll), [check.ok('rolled', true)]) });
+      const r = await runRollout({ task: world.task, agent: 'fixtures/agents/roller.mjs', outDir: out.dir, seed });
+      expect(readRunFiles(r.runDir).run.seed).toBe(seed);
+    }
+    expect(typeof rolls[0]).toBe('number');
+    expect(rolls[0]).toBe(rolls[1]);
+    expect(rolls[0]).not.toBe(rolls[2]);
+  });
+});
+
+describe('environment errors', () => {
+  it('ends not_started with an environment_error when createState throws, artifacts whole', async () => {
+    const world = testWorld();
+    const task = { ...world.task, environment: { ...world.task.environment, createState: () => { throw new Error('seed file missing'); } } };
+    const r = await runRollout({ task, agent: agent('do-nothing.ts'), outDir: out.dir });
+    expect(r.status).toBe('error');
+    expect(r.termination).toBe('not_started');
+    expect(r.error?.code).toBe('environment_error');
+    expect(r.error?.message).toMatch(/seed file missing/);
+    const files = readRunFiles(r.runDir);
+    expect(files.run.status).toBe('error');
+    expect(files.result.error?.code).toBe('environment_error');
+  });
+
+  it('refuses a createState that hands out a cached object, saying how to fix it', async () => {
+    const cached = { records: [], values: {}, settings: {}, count: 0 };
+    const world = testWorld();
+    const task = { ...world.task, environment: { ...world.task.environment, name: 'cached', createState: () => cached } };
+    const r = await runRollout({ task, agent: agent('do-nothing.ts'), outDir: out.dir });
+    expect(r.error?.code).toBe('environment_error');
+    expect(r.error?.message).toMatch(/structuredClone/);
+  });
+});
+
+describe('agents', () => {
+  it('loads .mjs, .js and .ts agents', async () => {
+    for (const file of ['fixtures/agents/roller.mjs', 'fixtures/agents/plain.js', agent('do-nothing.ts')]) {
+      const r = await runRollout({ task: testWorld().task, agent: file, outDir: out.dir });
+      expect(r.termination, file).toBe('returned');
+    }
+  });
+
+  it('throws a SiloError for an agent file that does not exist', async () => {
+    await expect(runRollout({ task: testWorld().task, agent: 'fixtures/agents/nope.ts', outDir: out.dir })).rejects.toThrow(SiloError);
+  });
+
+  it('is cancelled by its signal, recorded as cancelled and not graded', async () => {
+    const world = testWorld();
+    const cancel = new AbortController();
+    setTimeout(() => cancel.abort(), 300);
+    const r = await runRollout({ task: world.task, agent: 'fixtures/agents/hostile/never-settles.ts', outDir: out.dir, signal: cancel.signal, limits: { graceMs: 100 } });
+    expect(r.termination).toBe('cancelled');
+    expect(r.status).toBe('error');
+    expect(r.error?.code).toBe('cancelled');
+    expect(world.verified).toBe(0);
+    expect(readRunFiles(r.runDir).run.status).toBe('error');
+  });
+});
