@@ -109,7 +109,7 @@ describe('silo show', () => {
     expect(r.stdout).toMatch(/→ ok/);
     expect(r.stdout).toMatch(/~ tickets\.t3\.status: "open" → "closed"/);
     expect(r.stdout).toMatch(/✓ t3 is closed/);
-    expect(r.stdout).not.toMatch(/\u001b\[/);
+    expect(r.stdout).not.toContain(String.fromCharCode(27));
   });
 
   it('prints run, result, trace and diff with --json, found by a runId prefix', async () => {
