@@ -6,7 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { SiloError } from './errors.js';
+import { SiloError, type SiloErrorCode } from './errors.js';
 import { compileTool } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
 
@@ -66,8 +66,8 @@ async function loadTaskFile(file: string): Promise<Task[]> {
 
 function checkTask(value: unknown, where: string): Task {
   const t = value as Partial<Task> | null;
-  const bad = (what: string): never => {
-    throw new SiloError('SILO_TASK_INVALID', `task in ${where}${typeof t?.id === 'string' ? ` (${t.id})` : ''} ${what}`);
+  const bad = (what: string, code: SiloErrorCode = 'SILO_TASK_INVALID'): never => {
+    throw new SiloError(code, `task in ${where}${typeof t?.id === 'string' ? ` (${t.id})` : ''} ${what}`);
   };
   if (typeof t !== 'object' || t === null) bad('is not an object; use defineTask({ id, environment, instruction, verify })');
   if (typeof t!.id !== 'string' || t!.id === '') bad('needs an id (a non-empty string)');
@@ -80,7 +80,7 @@ function checkTask(value: unknown, where: string): Task {
   return t as Task;
 }
 
-function checkEnvironment(env: Environment | undefined, bad: (what: string) => never): void {
+function checkEnvironment(env: Environment | undefined, bad: (what: string, code?: SiloErrorCode) => never): void {
   if (typeof env !== 'object' || env === null) bad('needs an environment (import it and pass it in)');
   if (typeof env!.name !== 'string') bad('has an environment without a name');
   if (typeof env!.createState !== 'function') bad(`has environment ${env!.name} without a createState function`);
@@ -93,6 +93,12 @@ function checkEnvironment(env: Environment | undefined, bad: (what: string) => n
     if (names.has(tool.name)) bad(`has environment ${env!.name} with two tools named ${tool.name}; tool names must be unique`);
     names.add(tool.name);
     if (typeof tool.description !== 'string') bad(`has tool ${tool.name} without a description`);
-    compileTool(tool, env!.name);
+    try {
+      compileTool(tool, env!.name);
+    } catch (err) {
+      // compileTool names the tool; the file is only known here.
+      if (err instanceof SiloError) bad(`cannot be used: ${err.message}`, err.code);
+      throw err;
+    }
   }
 }

@@ -41,6 +41,12 @@ export const CHECK_VALUE_MAX_CHARS = 2_000;
 /** Largest agent_log message kept in the trace; longer ones are truncated. */
 export const LOG_MESSAGE_MAX_CHARS = 64 * 1024;
 
+/**
+ * Characters of agent_log events (the agent's logs and notes of dropped messages) one run keeps;
+ * past it, logs are dropped, so an agent printing in a loop cannot fill the host's memory or disk.
+ */
+export const LOG_MAX_CHARS_PER_RUN = 16 * MiB;
+
 /** Where artifacts go when no `--out` is given. */
 export const DEFAULT_OUT_DIR = '.silo';
 

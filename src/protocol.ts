@@ -33,7 +33,10 @@ export type WorkerMessage =
       input?: unknown;
       /** UTF-8 bytes of the input's JSON text. */
       inputBytes: number;
-      /** Set when the input was not JSON-serialisable, was over maxMessageBytes, or held `__proto__`. */
+      /**
+       * Set when the input was not JSON-serialisable, was over maxMessageBytes, or held `__proto__`
+       * (or `constructor` holding an object).
+       */
       inputError?: { kind: 'unserialisable' | 'too_large' | 'forbidden_key'; message: string };
     }
   | { brand: typeof BRAND; type: 'log'; message: string; data?: unknown; stream?: 'stdout' | 'stderr' }

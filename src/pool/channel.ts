@@ -31,6 +31,8 @@ export class HostChannel {
   readonly #port: MessagePort;
   readonly #maxChars: number;
   #finished = false;
+  /** Set by close(): calls still waiting their turn are dropped, never handled. */
+  #closed = false;
   #queue: Promise<unknown> = Promise.resolve();
   #resolveDone!: (msg: DoneMessage | null) => void;
 
@@ -59,6 +61,7 @@ export class HostChannel {
 
   /** Closes the port: queued and late messages are dropped. */
   close(): void {
+    this.#closed = true;
     this.#finish(null);
     this.#port.close();
   }
@@ -84,14 +87,30 @@ export class HostChannel {
     switch (msg.type) {
       case 'call': {
         const run = async (): Promise<void> => {
-          const result = await handlers.call(msg);
+          if (this.#closed) return;
+          let result: ToolResult;
+          try {
+            result = await handlers.call(msg);
+          } catch (err) {
+            // A fault while handling a call must not become an unhandled rejection (which ends the
+            // host); the agent still gets an answer, as a failed call.
+            const message = err instanceof Error ? err.message : String(err);
+            result = { ok: false, error: { code: 'tool_error', message: `silo could not handle this call: ${message}` } };
+          }
           this.#post({ brand: BRAND, type: 'result', id: msg.id, result });
         };
-        this.#queue = this.#queue.then(run, run);
+        this.#queue = this.#queue.then(run);
         return;
       }
       case 'log':
-        return handlers.log(msg);
+        try {
+          handlers.log(msg);
+        } catch (err) {
+          // Like a call, a log that cannot be recorded (data too deep to serialise, say) must not
+          // throw out of this listener: that would end the host.
+          handlers.dropped(`a log message that could not be recorded (${err instanceof Error ? err.message : 'unknown error'})`);
+        }
+        return;
       case 'started':
         return handlers.started();
       case 'done':
@@ -109,15 +128,20 @@ export class HostChannel {
       return null;
     }
     let msg: unknown;
-    let sawProto = false;
+    /** A property name refused in a call's input: `__proto__`, or `constructor` holding an object. */
+    let forbidden: '__proto__' | 'constructor' | undefined;
     try {
       // JSON.parse makes "__proto__" an own property, harmless until some tool copies the input
       // with Object.assign or a spread into a plain object; the reviver removes it, and the call
-      // is refused below.
-      msg = data.includes('"__proto__"')
+      // is refused below. A "constructor" key holding an object is the other way to a prototype
+      // (a careless deep merge follows target.constructor.prototype): such a call is refused too.
+      // A key can be spelled with \u escapes ("\u005f_proto__"), so text with any escape goes
+      // through the reviver too.
+      msg = data.includes('__proto__') || data.includes('constructor') || data.includes('\\u')
         ? JSON.parse(data, (key, value: unknown) => {
+            if (key === 'constructor' && typeof value === 'object' && value !== null) forbidden ??= 'constructor';
             if (key !== '__proto__') return value;
-            sawProto = true;
+            forbidden = '__proto__';
             return undefined;
           })
         : JSON.parse(data);
@@ -129,9 +153,13 @@ export class HostChannel {
       handlers.dropped('a message without the Silo brand or with an unknown type');
       return null;
     }
-    if (sawProto && msg.type === 'call') {
+    if (forbidden !== undefined && msg.type === 'call') {
       delete msg.input;
-      msg.inputError = { kind: 'forbidden_key', message: '"__proto__" is not allowed as a property name' };
+      const message =
+        forbidden === '__proto__'
+          ? '"__proto__" is not allowed as a property name'
+          : '"constructor" is not allowed as the name of a property that holds an object';
+      msg.inputError = { kind: 'forbidden_key', message };
     }
     return msg;
   }
@@ -141,8 +169,9 @@ const TYPES = new Set(['call', 'log', 'started', 'done']);
 
 function isMessage(msg: unknown): msg is WorkerMessage {
   if (typeof msg !== 'object' || msg === null) return false;
-  const m = msg as { brand?: unknown; type?: unknown; id?: unknown; name?: unknown };
+  const m = msg as { brand?: unknown; type?: unknown; id?: unknown; name?: unknown; message?: unknown };
   if (m.brand !== BRAND || typeof m.type !== 'string' || !TYPES.has(m.type)) return false;
   if (m.type === 'call') return typeof m.id === 'number' && typeof m.name === 'string';
+  if (m.type === 'log') return typeof m.message === 'string';
   return true;
 }

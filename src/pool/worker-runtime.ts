@@ -8,12 +8,28 @@ import { pathToFileURL } from 'node:url';
 import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '../protocol.js';
 import { captureOutput } from '../rollout/output.js';
 import { toErrorInfo } from '../errors.js';
-import type { AgentArgs, ToolResult } from '../types.js';
+import type { AgentArgs, ErrorInfo, ToolResult } from '../types.js';
 
 type Send = (msg: WorkerMessage) => void;
 
+// Taken before any agent code runs: agent code shares this realm and may replace process.exit.
+const exitThread = process.exit.bind(process);
+/** Never settles; see finish(). */
+const NEVER = new Promise<never>(() => {});
+
 /** Runs one agent to completion. In single-use mode the worker thread exits afterwards. */
 export async function runAgentTask(task: WorkerTask): Promise<void> {
+  try {
+    await runOnce(task);
+  } catch (err) {
+    // Only an agent that broke something the runtime relies on gets here. A single-use worker
+    // must not report it to the pool: a settled task hands the thread back for another rollout.
+    if (!task.exitAfter) throw err;
+  }
+  return finish(task);
+}
+
+async function runOnce(task: WorkerTask): Promise<void> {
   const { port } = task;
   const pending = new Map<number, (result: ToolResult) => void>();
   const controller = new AbortController();
@@ -74,8 +90,8 @@ export async function runAgentTask(task: WorkerTask): Promise<void> {
       );
     }
   } catch (err) {
-    done({ outcome: 'load_error', output: null, outputTruncated: false, error: toErrorInfo(err, 'agent_load_error') });
-    return finish(task);
+    done({ outcome: 'load_error', output: null, outputTruncated: false, error: describeThrown(err, 'agent_load_error') });
+    return;
   }
 
   const args: AgentArgs = {
@@ -95,18 +111,36 @@ export async function runAgentTask(task: WorkerTask): Promise<void> {
       ...(captured.error === undefined ? {} : { outputError: captured.error }),
     });
   } catch (err) {
-    done({ outcome: 'threw', output: null, outputTruncated: false, error: toErrorInfo(err, 'agent_threw') });
+    done({ outcome: 'threw', output: null, outputTruncated: false, error: describeThrown(err, 'agent_threw') });
   }
-  return finish(task);
 }
 
-function finish(task: WorkerTask): void {
+function finish(task: WorkerTask): Promise<void> | void {
   if (task.exitAfter) {
     // The completion is already queued on the port; leaving now means no later rollout can
     // ever run in this thread. The pool starts a replacement in the background.
-    process.exit(0);
+    try {
+      exitThread(0);
+    } catch {
+      // An 'exit' listener of the agent's threw.
+    }
+    // Still here: the agent disabled leaving (it replaced process.reallyExit, say). The task
+    // never settles, so the pool cannot reuse the thread; the host terminates it after graceMs.
+    return NEVER;
   }
   task.port.close();
+}
+
+/** The data form of what the agent threw; never throws, whatever the value's toString does. */
+function describeThrown(err: unknown, code: string): ErrorInfo {
+  try {
+    const info = toErrorInfo(err, code);
+    const out: ErrorInfo = { code: String(info.code), message: String(info.message) };
+    if (info.stack !== undefined) out.stack = String(info.stack);
+    return out;
+  } catch {
+    return { code, message: 'the agent threw a value that cannot be described (converting it to text threw)' };
+  }
 }
 
 /** Encodes a call as JSON text now, so later changes to the input (or shared memory) cannot reach the host. */

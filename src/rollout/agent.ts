@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { HostChannel, type DoneMessage } from '../pool/channel.js';
 import type { AgentPool } from '../pool/pool.js';
-import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
+import { INFLIGHT_SETTLE_MS, LOG_MAX_CHARS_PER_RUN, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
 import type { ErrorInfo, Limits, Termination } from '../types.js';
 import { createCallPath } from './call.js';
 import { LimitGuard } from './limits.js';
@@ -49,7 +49,17 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     channel.abort(fired.reason);
     graceTimer = setTimeout(() => terminate.abort(fired.reason), limits.graceMs);
   });
-  const calls = createCallPath(guard, opts.toolbox, trace);
+  const calls = createCallPath(guard, opts.toolbox, trace, limits.maxMessageBytes);
+  // Logs are kept up to a budget per run; past it they are dropped, with one note in the trace.
+  let logChars = 0;
+  const keepLog = (chars: number): boolean => {
+    if (logChars > LOG_MAX_CHARS_PER_RUN) return false;
+    logChars += chars;
+    if (logChars <= LOG_MAX_CHARS_PER_RUN) return true;
+    const message = `silo: the agent's logs passed ${LOG_MAX_CHARS_PER_RUN} characters; later logs are dropped`;
+    trace.add({ type: 'agent_log', message, stream: 'stderr' });
+    return false;
+  };
   // JSON escaping can make text up to 6× longer than its bytes (\u0000), hence the factor.
   const maxChars = 6 * Math.max(limits.maxMessageBytes, limits.maxOutputBytes) + MESSAGE_ENVELOPE_BYTES;
   const channel = new HostChannel(
@@ -57,6 +67,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
       call: (msg) => calls.handle(msg),
       log: (msg) => {
         const message = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}… (truncated)` : msg.message;
+        if (!keepLog(message.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return;
         trace.add({
           type: 'agent_log',
           message,
@@ -68,7 +79,9 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
         startedAt ??= performance.now();
         guard.startClock();
       },
-      dropped: (reason) => trace.add({ type: 'agent_log', message: `silo: dropped ${reason}`, stream: 'stderr' }),
+      dropped: (reason) => {
+        if (keepLog(reason.length)) trace.add({ type: 'agent_log', message: `silo: dropped ${reason}`, stream: 'stderr' });
+      },
     },
     maxChars,
   );
@@ -157,7 +170,8 @@ function fromCompletion(
 }
 
 function capError(error: ErrorInfo | undefined, code: string): ErrorInfo {
-  const message = String(error?.message ?? 'unknown error').slice(0, LOG_MESSAGE_MAX_CHARS);
+  // The worker's report is not trusted: a message that is not text is not turned into text.
+  const message = (typeof error?.message === 'string' ? error.message : 'unknown error').slice(0, LOG_MESSAGE_MAX_CHARS);
   const out: ErrorInfo = { code: typeof error?.code === 'string' ? error.code : code, message };
   if (typeof error?.stack === 'string') out.stack = error.stack.slice(0, LOG_MESSAGE_MAX_CHARS);
   return out;

@@ -16,7 +16,8 @@ export interface CallPath {
   readonly toolTimeMs: number;
 }
 
-export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace): CallPath {
+/** `maxMessageBytes` caps one call's input (UTF-8 bytes of its JSON text), whatever the worker says. */
+export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace, maxMessageBytes = Infinity): CallPath {
   let callId = 0;
   let refusalRecorded = false;
   let toolTimeMs = 0;
@@ -35,12 +36,18 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
       const refusal = guard.admit();
       if (refusal) {
         // Refused calls run nothing; the first is recorded, all are counted.
-        if (!refusalRecorded) record(msg.name, msg.input ?? null, refusal, 0);
-        refusalRecorded = true;
+        if (!refusalRecorded) {
+          refusalRecorded = true;
+          const problem = msg.inputError ?? measureInput(msg.input, maxMessageBytes);
+          record(msg.name, problem ? { omitted: describeProblem(problem) } : (msg.input ?? null), refusal, 0);
+        }
         return refusal;
       }
-      if (msg.inputError) {
-        const { kind, message } = msg.inputError;
+      // The worker measures inputs, but the text it sends is the agent's to forge: measure again.
+      const inputError = msg.inputError ?? measureInput(msg.input, maxMessageBytes);
+      if (inputError) {
+        const { kind } = inputError;
+        const message = describeProblem(inputError);
         const result: ToolResult =
           kind === 'too_large'
             ? { ok: false, error: { code: 'limit_exceeded', message: `call refused: ${message}, over maxMessageBytes`, limit: 'maxMessageBytes' } }
@@ -58,4 +65,22 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
       return result;
     },
   };
+}
+
+/** The worker's account of a bad input is not trusted to be text. */
+function describeProblem(problem: NonNullable<CallMessage['inputError']>): string {
+  return typeof problem.message === 'string' ? problem.message : 'the input could not be sent';
+}
+
+/** A second measure of an input, by the host: undefined when it is within the cap. */
+function measureInput(input: unknown, maxMessageBytes: number): CallMessage['inputError'] | undefined {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(input);
+  } catch (err) {
+    // Parsed JSON always has a JSON form, unless it is nested too deep to write again.
+    return { kind: 'unserialisable', message: (err as Error).message };
+  }
+  const bytes = Buffer.byteLength(text ?? '', 'utf8');
+  return bytes > maxMessageBytes ? { kind: 'too_large', message: `input is ${bytes} bytes` } : undefined;
 }

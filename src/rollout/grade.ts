@@ -18,6 +18,7 @@ export async function grade(task: Task, args: VerifyArgs, changes: readonly Chan
   try {
     returned = await withTimeout(Promise.resolve().then(() => task.verify(args)), timeoutMs);
   } catch (err) {
+    if (err === TIMED_OUT) return verifierError(`the verifier of ${task.id} did not finish within ${timeoutMs} ms`);
     const message = err instanceof Error ? err.message : String(err);
     return verifierError(`the verifier of ${task.id} threw: ${message}`);
   }
@@ -59,10 +60,13 @@ function compactValue(value: unknown): unknown {
   return `${text.slice(0, CHECK_VALUE_MAX_CHARS)}… (truncated, ${text.length} chars)`;
 }
 
+/** What withTimeout rejects with, so that a hang is not reported as something the verifier threw. */
+const TIMED_OUT = Symbol('timed out');
+
 async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`did not finish within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(TIMED_OUT), ms);
   });
   try {
     return await Promise.race([promise, timeout]);

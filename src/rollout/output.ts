@@ -41,5 +41,10 @@ export function capText(text: string, maxBytes: number): CapturedOutput {
 }
 
 function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  try {
+    return err instanceof Error ? String(err.message) : String(err);
+  } catch {
+    // The value threw something whose own conversion to text throws.
+    return 'a value that cannot be described was thrown';
+  }
 }
