@@ -1,0 +1,93 @@
+import { describe, it, expect } from 'vitest';
+import { resolve } from 'node:path';
+import { SiloError, type SiloErrorCode } from '../src/errors.js';
+import { loadTasks } from '../src/load.js';
+
+const broken = (name: string) => resolve('fixtures/tasks/broken', name);
+
+/** Loads, expects a SiloError with `code`, and returns its message (always one line). */
+async function loadError(paths: string[], code: SiloErrorCode): Promise<string> {
+  const err = await loadTasks(paths).then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(SiloError);
+  expect((err as SiloError).code).toBe(code);
+  const message = (err as SiloError).message;
+  expect(message).not.toContain('\n');
+  return message;
+}
+
+describe('loadTasks', () => {
+  it('loads the six helpdesk tasks from a TypeScript file, each with its file', async () => {
+    const loaded = await loadTasks(['fixtures/helpdesk/tasks.ts']);
+    expect(loaded).toHaveLength(6);
+    expect(new Set(loaded.map((l) => l.task.id)).size).toBe(6);
+    expect(loaded.every((l) => l.file === resolve('fixtures/helpdesk/tasks.ts'))).toBe(true);
+    expect(loaded.every((l) => l.task.environment.name === 'helpdesk')).toBe(true);
+  });
+
+  it('loads a plain .mjs task file written without the define helpers', async () => {
+    const [loaded, ...rest] = await loadTasks(['fixtures/tasks/plain.tasks.mjs']);
+    expect(rest).toEqual([]);
+    expect(loaded!.task.id).toBe('plain/complete-todo');
+    expect(loaded!.task.environment.tools.map((t) => t.name)).toEqual(['list_todos', 'complete_todo']);
+    const state = (await loaded!.task.environment.createState({ random: () => 0, now: () => 0, advance: () => {}, seed: 0 })) as {
+      todos: { done: boolean }[];
+    };
+    expect(state.todos[0]!.done).toBe(false);
+  });
+
+  it('loads several files in order', async () => {
+    const loaded = await loadTasks(['fixtures/tasks/plain.tasks.mjs', 'fixtures/helpdesk/tasks.ts']);
+    expect(loaded.map((l) => l.task.id)[0]).toBe('plain/complete-todo');
+    expect(loaded).toHaveLength(7);
+  });
+
+  it('says a missing file is not found (SILO_TASK_FILE_NOT_FOUND)', async () => {
+    const message = await loadError(['fixtures/tasks/nope.tasks.ts'], 'SILO_TASK_FILE_NOT_FOUND');
+    expect(message).toBe(`task file not found: ${resolve('fixtures/tasks/nope.tasks.ts')}`);
+  });
+
+  it('treats a directory as not a task file', async () => {
+    await loadError(['fixtures/tasks'], 'SILO_TASK_FILE_NOT_FOUND');
+  });
+
+  it('reports a file that throws on import (SILO_TASK_LOAD_FAILED) with the file and the error', async () => {
+    const message = await loadError([broken('throws-on-import.ts')], 'SILO_TASK_LOAD_FAILED');
+    expect(message).toContain(`cannot load task file ${broken('throws-on-import.ts')}`);
+    expect(message).toContain('cannot read the counter fixture');
+  });
+
+  it('reports a file without a default export and says what to export', async () => {
+    const message = await loadError([broken('no-default-export.ts')], 'SILO_TASK_INVALID');
+    expect(message).toBe(`${broken('no-default-export.ts')} has no default export; default-export a task or an array of tasks (defineTask)`);
+  });
+
+  it('reports a task without verify, naming the file, the task and the shape of verify', async () => {
+    const message = await loadError([broken('no-verify.ts')], 'SILO_TASK_INVALID');
+    expect(message).toContain(broken('no-verify.ts'));
+    expect(message).toContain('(broken/no-verify)');
+    expect(message).toContain('needs a verify function: ({ initial, final, output, trace }) => checks');
+  });
+
+  it('reports a tool with a broken schema (SILO_SCHEMA_INVALID), naming the file, the tool and the problem', async () => {
+    const message = await loadError([broken('broken-schema.ts')], 'SILO_SCHEMA_INVALID');
+    expect(message).toContain(broken('broken-schema.ts'));
+    expect(message).toContain('tool rename of environment named-counter has an invalid inputSchema');
+    expect(message).toContain('type');
+  });
+
+  it('reports two tools with the same name', async () => {
+    const message = await loadError([broken('duplicate-tools.ts')], 'SILO_TASK_INVALID');
+    expect(message).toContain(broken('duplicate-tools.ts'));
+    expect(message).toContain('two tools named increment; tool names must be unique');
+  });
+
+  it('reports a task id used in two files, naming both', async () => {
+    const message = await loadError([broken('duplicate-id-a.ts'), broken('duplicate-id-b.ts')], 'SILO_TASK_INVALID');
+    expect(message).toBe(
+      `task id broken/same-id is used twice (${broken('duplicate-id-a.ts')} and ${broken('duplicate-id-b.ts')}); task ids must be unique`,
+    );
+  });
+});

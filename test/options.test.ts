@@ -1,0 +1,74 @@
+import { describe, it, expect } from 'vitest';
+import { SiloError } from '../src/errors.js';
+import { DEFAULT_LIMITS, MiB, resolveLimits } from '../src/options.js';
+import type { Limits } from '../src/types.js';
+
+describe('DEFAULT_LIMITS', () => {
+  it('holds the documented defaults and cannot be changed', () => {
+    expect(DEFAULT_LIMITS).toEqual({
+      timeoutMs: 300_000,
+      maxToolCalls: 500,
+      graceMs: 1_000,
+      memoryMb: 512,
+      maxOutputBytes: MiB,
+      maxMessageBytes: MiB,
+    });
+    expect(Object.isFrozen(DEFAULT_LIMITS)).toBe(true);
+  });
+});
+
+describe('resolveLimits', () => {
+  it('gives the defaults with no sources, as a fresh object', () => {
+    const limits = resolveLimits();
+    expect(limits).toEqual(DEFAULT_LIMITS);
+    expect(limits).not.toBe(DEFAULT_LIMITS);
+    limits.timeoutMs = 1;
+    expect(DEFAULT_LIMITS.timeoutMs).toBe(300_000);
+  });
+
+  it('lets later sources win: defaults, then task limits, then flags', () => {
+    const task = { timeoutMs: 60_000, maxToolCalls: 20 };
+    const flags = { timeoutMs: 5_000 };
+    expect(resolveLimits(task, flags)).toEqual({ ...DEFAULT_LIMITS, timeoutMs: 5_000, maxToolCalls: 20 });
+  });
+
+  it('skips undefined sources and undefined values', () => {
+    expect(resolveLimits(undefined, { graceMs: 50 }, { graceMs: undefined } as unknown as Partial<Limits>)).toEqual({
+      ...DEFAULT_LIMITS,
+      graceMs: 50,
+    });
+  });
+
+  it('ignores keys that are not limits', () => {
+    expect(resolveLimits({ retries: 3 } as unknown as Partial<Limits>)).toEqual(DEFAULT_LIMITS);
+  });
+
+  it('allows 0 tool calls and 0 grace, but not 0 of anything else', () => {
+    expect(resolveLimits({ maxToolCalls: 0, graceMs: 0 })).toMatchObject({ maxToolCalls: 0, graceMs: 0 });
+    for (const key of ['timeoutMs', 'memoryMb', 'maxOutputBytes', 'maxMessageBytes'] as const) {
+      expect(() => resolveLimits({ [key]: 0 })).toThrow(`limit ${key} must be an integer >= 1 (got 0)`);
+    }
+  });
+
+  it('rejects bad values with SILO_USAGE, naming the limit and the value', () => {
+    const bad: [Partial<Record<keyof Limits, unknown>>, string][] = [
+      [{ timeoutMs: -1 }, 'limit timeoutMs must be an integer >= 1 (got -1)'],
+      [{ maxToolCalls: -1 }, 'limit maxToolCalls must be an integer >= 0 (got -1)'],
+      [{ maxToolCalls: 1.5 }, 'limit maxToolCalls must be an integer >= 0 (got 1.5)'],
+      [{ timeoutMs: Number.NaN }, 'limit timeoutMs must be an integer >= 1 (got NaN)'],
+      [{ timeoutMs: Number.POSITIVE_INFINITY }, 'limit timeoutMs must be an integer >= 1 (got Infinity)'],
+      [{ memoryMb: '512' }, 'limit memoryMb must be an integer >= 1 (got 512)'],
+      [{ graceMs: null }, 'limit graceMs must be an integer >= 0 (got null)'],
+    ];
+    for (const [source, message] of bad) {
+      let caught: unknown;
+      try {
+        resolveLimits(source as Partial<Limits>);
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(SiloError);
+      expect(caught).toMatchObject({ code: 'SILO_USAGE', message });
+    }
+  });
+});

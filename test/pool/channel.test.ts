@@ -1,0 +1,230 @@
+import { describe, it, expect, vi, afterEach } from 'vitest';
+import type { MessagePort } from 'node:worker_threads';
+import { HostChannel, type CallMessage, type ChannelHandlers } from '../../src/pool/channel.js';
+import { BRAND, type HostMessage } from '../../src/protocol.js';
+import type { ToolResult } from '../../src/types.js';
+
+const open: HostChannel[] = [];
+
+afterEach(() => {
+  for (const channel of open.splice(0)) {
+    channel.close();
+    channel.workerPort.close();
+  }
+});
+
+/** A channel whose handlers are spies; `call` answers with the call's input unless overridden. */
+function setup(call: ChannelHandlers['call'] = (msg) => ({ ok: true, value: msg.input ?? null }), maxChars = 10_000) {
+  const handlers = {
+    call: vi.fn(call),
+    log: vi.fn(),
+    started: vi.fn(),
+    dropped: vi.fn(),
+  };
+  const channel = new HostChannel(handlers, maxChars);
+  open.push(channel);
+  const results: Extract<HostMessage, { type: 'result' }>[] = [];
+  channel.workerPort.on('message', (msg: HostMessage) => {
+    if (msg.type === 'result') results.push(msg);
+  });
+  return { channel, handlers, results, port: channel.workerPort };
+}
+
+/** Posts a message as the worker does: JSON text. */
+const send = (port: MessagePort, msg: object): void => port.postMessage(JSON.stringify({ brand: BRAND, ...msg }));
+const callMsg = (id: number, input: unknown = { n: id }) => ({ type: 'call', id, name: 'tool', input, inputBytes: 0 });
+const doneMsg = { type: 'done', outcome: 'returned', output: 'ok', outputTruncated: false };
+
+/** Lets queued port messages and promise callbacks run. */
+const flush = async (rounds = 5): Promise<void> => {
+  for (let i = 0; i < rounds; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+function deferred() {
+  let resolve!: (r: ToolResult) => void;
+  const promise = new Promise<ToolResult>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+describe('HostChannel', () => {
+  it('handles calls one at a time, in the order they arrived, and answers each', async () => {
+    const log: string[] = [];
+    const { port, results } = setup(async (msg) => {
+      log.push(`start ${msg.id}`);
+      // Later calls finish sooner: only one-at-a-time handling keeps them in order.
+      await new Promise((resolve) => setTimeout(resolve, 12 - 3 * msg.id));
+      log.push(`end ${msg.id}`);
+      return { ok: true, value: msg.id };
+    });
+    for (let id = 1; id <= 4; id++) send(port, callMsg(id));
+    await vi.waitFor(() => expect(results).toHaveLength(4), { timeout: 2_000, interval: 5 });
+    expect(log).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3', 'start 4', 'end 4']);
+    expect(results.map((r) => [r.id, r.result])).toEqual([1, 2, 3, 4].map((id) => [id, { ok: true, value: id }]));
+    expect(results.every((r) => r.brand === BRAND)).toBe(true);
+  });
+
+  it('answers a call whose handler throws with a tool_error, and keeps going', async () => {
+    let first = true;
+    const { port, handlers, results } = setup((msg) => {
+      if (first) {
+        first = false;
+        throw new Error('handler bug');
+      }
+      return { ok: true, value: msg.id };
+    });
+    send(port, callMsg(1));
+    send(port, callMsg(2));
+    await vi.waitFor(() => expect(results).toHaveLength(2), { timeout: 2_000, interval: 5 });
+    expect(handlers.call).toHaveBeenCalledTimes(2);
+    expect(results.map((r) => [r.id, r.result])).toEqual([
+      [1, { ok: false, error: { code: 'tool_error', message: 'silo could not handle this call: handler bug' } }],
+      [2, { ok: true, value: 2 }],
+    ]);
+  });
+
+  it('passes logs and started on to their handlers', async () => {
+    const { port, handlers } = setup();
+    send(port, { type: 'started' });
+    send(port, { type: 'log', message: 'thinking', data: { step: 1 } });
+    await vi.waitFor(() => expect(handlers.log).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+    expect(handlers.started).toHaveBeenCalledTimes(1);
+    expect(handlers.log).toHaveBeenCalledWith({ brand: BRAND, type: 'log', message: 'thinking', data: { step: 1 } });
+  });
+
+  describe('drops what breaks the protocol', () => {
+    it('a message that is not a string', async () => {
+      const { port, handlers } = setup();
+      port.postMessage({ brand: BRAND, ...callMsg(1) });
+      port.postMessage(new Uint8Array([1, 2]));
+      await vi.waitFor(() => expect(handlers.dropped).toHaveBeenCalledTimes(2), { timeout: 2_000, interval: 5 });
+      expect(handlers.dropped.mock.calls[0]![0]).toContain('a object message (only JSON text is accepted)');
+      expect(handlers.call).not.toHaveBeenCalled();
+    });
+
+    it('a message over the size cap, unparsed', async () => {
+      const { port, handlers } = setup(undefined, 200);
+      send(port, callMsg(1, { text: 'x'.repeat(500) }));
+      send(port, callMsg(2));
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+      expect(handlers.dropped).toHaveBeenCalledTimes(1);
+      expect(handlers.dropped.mock.calls[0]![0]).toMatch(/over the 200 cap/);
+      expect(handlers.call.mock.calls[0]![0]).toMatchObject({ id: 2 });
+    });
+
+    it('text that is not valid JSON', async () => {
+      const { port, handlers } = setup();
+      port.postMessage('{"brand": "silo/1", "type": "call", ');
+      await vi.waitFor(() => expect(handlers.dropped).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+      expect(handlers.dropped.mock.calls[0]![0]).toContain('not valid JSON');
+      expect(handlers.call).not.toHaveBeenCalled();
+    });
+
+    it('a message without the brand, with an unknown type, or a call without id and name', async () => {
+      const { port, handlers } = setup();
+      port.postMessage(JSON.stringify(callMsg(1)));
+      port.postMessage(JSON.stringify({ brand: 'other/1', ...callMsg(2) }));
+      send(port, { type: 'exec', code: 'process.exit()' });
+      send(port, { type: 'call', name: 'tool' });
+      send(port, { type: 'call', id: 3 });
+      port.postMessage('null');
+      await vi.waitFor(() => expect(handlers.dropped).toHaveBeenCalledTimes(6), { timeout: 2_000, interval: 5 });
+      expect(handlers.call).not.toHaveBeenCalled();
+    });
+  });
+
+  describe('a call with a __proto__ key', () => {
+    const proto = Object.getOwnPropertyNames(Object.prototype).sort();
+
+    it('arrives with inputError forbidden_key and no input, and Object.prototype is untouched', async () => {
+      const { port, handlers } = setup();
+      port.postMessage(
+        `{"brand":"silo/1","type":"call","id":1,"name":"tool","inputBytes":40,"input":{"user_id":"u1","__proto__":{"isAdmin":true}}}`,
+      );
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+      const msg = handlers.call.mock.calls[0]![0] as CallMessage;
+      expect(msg).not.toHaveProperty('input');
+      expect(msg.inputError).toEqual({ kind: 'forbidden_key', message: expect.stringContaining('__proto__') as string });
+      expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();
+      expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(proto);
+    });
+
+    it('is caught when nested deep or spelled with JSON escapes', async () => {
+      const { port, handlers } = setup();
+      port.postMessage(`{"brand":"silo/1","type":"call","id":1,"name":"tool","inputBytes":0,"input":{"a":[{"b":{"__proto__":{"x":1}}}]}}`);
+      port.postMessage(`{"brand":"silo/1","type":"call","id":2,"name":"tool","inputBytes":0,"input":{"\\u005f_proto__":{"isAdmin":true}}}`);
+      port.postMessage(`{"brand":"silo/1","type":"call","id":3,"name":"tool","inputBytes":0,"input":{"__pr\\u006fto__":{"isAdmin":true}}}`);
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(3), { timeout: 2_000, interval: 5 });
+      for (const [msg] of handlers.call.mock.calls) {
+        expect(msg).not.toHaveProperty('input');
+        expect(msg.inputError?.kind).toBe('forbidden_key');
+      }
+      expect(({} as Record<string, unknown>).isAdmin).toBeUndefined();
+    });
+
+    it('leaves an ordinary key that mentions proto alone', async () => {
+      const { port, handlers } = setup();
+      send(port, callMsg(1, { note: 'the __proto__ trick', proto: 1 }));
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+      expect(handlers.call.mock.calls[0]![0]).toMatchObject({ input: { note: 'the __proto__ trick', proto: 1 } });
+    });
+  });
+
+  it('resolves done with the completion and never handles a call sent after it', async () => {
+    const { channel, port, handlers } = setup();
+    send(port, callMsg(1));
+    send(port, doneMsg);
+    send(port, callMsg(2));
+    send(port, { type: 'log', message: 'late' });
+    await expect(channel.done).resolves.toEqual({ brand: BRAND, ...doneMsg });
+    await flush();
+    expect(handlers.call).toHaveBeenCalledTimes(1);
+    expect(handlers.call.mock.calls[0]![0]).toMatchObject({ id: 1 });
+    expect(handlers.log).not.toHaveBeenCalled();
+  });
+
+  it('lets settle() wait for calls taken before the end', async () => {
+    const slow = deferred();
+    const { channel, port, handlers } = setup(() => slow.promise);
+    send(port, callMsg(1));
+    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+    let settled = false;
+    const settling = channel.settle().then(() => (settled = true));
+    await flush();
+    expect(settled).toBe(false);
+    slow.resolve({ ok: true, value: 1 });
+    await settling;
+    await expect(channel.done).resolves.toBeNull();
+  });
+
+  it('drops queued calls on close(): they never reach the handler', async () => {
+    const slow = deferred();
+    const { channel, port, handlers } = setup(() => slow.promise);
+    send(port, callMsg(1));
+    send(port, callMsg(2));
+    send(port, callMsg(3));
+    // Call 1 is running; calls 2 and 3 have arrived and wait their turn.
+    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+    await flush();
+    channel.close();
+    slow.resolve({ ok: true, value: 1 });
+    await flush();
+    send(port, callMsg(4));
+    await flush();
+    expect(handlers.call).toHaveBeenCalledTimes(1);
+    await expect(channel.done).resolves.toBeNull();
+  });
+
+  it('resolves done with null and closed when the port closes without a completion', async () => {
+    const { channel, port } = setup();
+    port.close();
+    await channel.closed;
+    await expect(channel.done).resolves.toBeNull();
+  });
+
+  it('sends abort to the worker', async () => {
+    const { channel, port } = setup();
+    const got = new Promise<HostMessage>((resolve) => port.once('message', resolve));
+    channel.abort('timeout');
+    await expect(got).resolves.toEqual({ brand: BRAND, type: 'abort', reason: 'timeout' });
+  });
+});

@@ -1,0 +1,254 @@
+import { describe, it, expect } from 'vitest';
+import { applyChanges, changePath, diffWorld } from '../../src/rollout/diff.js';
+import { seededRandom } from '../../src/rollout/state.js';
+
+/** Diffs initial → final and checks that the recorded changes rebuild final exactly from initial. */
+function roundTrip(initial: unknown, final: unknown): void {
+  const before = structuredClone(initial);
+  const changes = diffWorld(initial, final);
+  // What state-diff.json holds: the records as JSON.
+  const stored = JSON.parse(JSON.stringify(changes)) as typeof changes;
+  expect(applyChanges(initial, stored)).toStrictEqual(final);
+  expect(applyChanges(initial, changes)).toStrictEqual(final);
+  expect(initial).toStrictEqual(before);
+}
+
+/** Applies `edit` to a copy of `initial` and checks the round trip. */
+function edited<T>(initial: T, edit: (world: T) => void): void {
+  const final = structuredClone(initial);
+  edit(final);
+  roundTrip(initial, final);
+}
+
+describe('diffWorld', () => {
+  it('is empty when nothing changed', () => {
+    expect(diffWorld({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] })).toEqual([]);
+  });
+
+  it('records deep-diff change records with kind and path', () => {
+    const changes = diffWorld({ users: { u1: { active: true } } }, { users: { u1: { active: false } } });
+    expect(JSON.parse(JSON.stringify(changes))).toEqual([{ kind: 'E', path: ['users', 'u1', 'active'], lhs: true, rhs: false }]);
+  });
+
+  it('records an array change with its index and item', () => {
+    const changes = diffWorld({ tags: ['a'] }, { tags: ['a', 'b'] });
+    expect(JSON.parse(JSON.stringify(changes))).toEqual([{ kind: 'A', path: ['tags'], index: 1, item: { kind: 'N', rhs: 'b' } }]);
+    expect(changePath(changes[0]!)).toEqual(['tags', 1]);
+  });
+});
+
+describe('applyChanges(initial, diffWorld(initial, final)) gives final exactly', () => {
+  const world = () => ({
+    name: 'helpdesk',
+    count: 3,
+    open: true,
+    users: { u1: { name: 'Ada', active: true, tags: ['admin', 'ops'] }, u2: { name: 'Bo', active: false, tags: [] as string[] } },
+    tickets: [
+      { id: 't1', status: 'open', comments: [{ by: 'u1', body: 'hi' }] },
+      { id: 't2', status: 'closed', comments: [] as { by: string; body: string }[] },
+      { id: 't3', status: 'open', comments: [{ by: 'u2', body: 'a' }, { by: 'u1', body: 'b' }] },
+    ],
+    meta: null as unknown,
+    grid: [
+      [1, 2, 3],
+      [4, 5, 6],
+    ],
+  });
+
+  it('edited scalars', () => {
+    edited(world(), (w) => {
+      w.name = 'support';
+      w.count = 0;
+      w.open = false;
+      w.users.u1.name = 'Ada L.';
+    });
+  });
+
+  it('added and removed keys', () => {
+    edited(world(), (w) => {
+      (w as Record<string, unknown>).added = { deep: { er: [1] } };
+      delete (w as Partial<typeof w>).count;
+      delete (w.users as Partial<typeof w.users>).u2;
+      (w.users as Record<string, unknown>).u3 = { name: 'Cy', active: true, tags: [] };
+    });
+  });
+
+  it('nested objects', () => {
+    edited(world(), (w) => {
+      w.users.u1.active = false;
+      (w.users.u1 as Record<string, unknown>).profile = { city: 'Oslo', langs: { en: true } };
+      w.tickets[0]!.comments[0]!.body = 'hello';
+    });
+  });
+
+  it('arrays that grow', () => {
+    edited(world(), (w) => {
+      w.users.u1.tags.push('billing', 'support', 'sales');
+      w.users.u2.tags.push('new');
+      w.tickets.push({ id: 't4', status: 'open', comments: [] });
+    });
+  });
+
+  it('arrays that shrink at the end', () => {
+    edited(world(), (w) => {
+      w.users.u1.tags.pop();
+      w.tickets.length = 1;
+    });
+  });
+
+  it('arrays that lose elements from the middle', () => {
+    edited(world(), (w) => {
+      w.tickets.splice(1, 1);
+      w.users.u1.tags.splice(0, 1);
+    });
+    edited({ xs: [1, 2, 3, 4, 5, 6, 7] }, (w) => {
+      w.xs = w.xs.filter((x) => x % 3 !== 0);
+    });
+  });
+
+  it('arrays emptied, and arrays filled from empty', () => {
+    edited(world(), (w) => {
+      w.users.u1.tags = [];
+      w.tickets[1]!.comments.push({ by: 'u2', body: 'x' }, { by: 'u1', body: 'y' });
+    });
+  });
+
+  it('arrays reversed, shuffled and grown and shrunk at once', () => {
+    edited(world(), (w) => {
+      w.tickets.reverse();
+      w.grid = [[6, 5], [4], [3, 2, 1, 0]];
+    });
+  });
+
+  it('arrays of objects edited in place', () => {
+    edited(world(), (w) => {
+      w.tickets[0]!.status = 'closed';
+      w.tickets[2]!.comments[1]!.body = 'edited';
+      w.tickets[2]!.comments.splice(0, 1);
+      (w.tickets[1] as Record<string, unknown>).assignee = 'u1';
+    });
+  });
+
+  it('a key replaced by an object, and an object replaced by a scalar', () => {
+    edited(world(), (w) => {
+      (w as Record<string, unknown>).count = { value: 3, unit: 'tickets' };
+      (w as Record<string, unknown>).users = 'gone';
+    });
+  });
+
+  it('null to object and object to null', () => {
+    edited(world(), (w) => {
+      w.meta = { createdBy: 'agent', at: [2025, 1, 1] };
+      (w.tickets[0] as Record<string, unknown>).comments = null;
+    });
+    edited({ a: { b: 1 } as unknown, c: null as unknown }, (w) => {
+      w.a = null;
+      w.c = { d: [null] };
+    });
+  });
+
+  it('type changes: array ↔ object, number ↔ string, boolean ↔ array', () => {
+    edited(world(), (w) => {
+      (w as Record<string, unknown>).grid = { rows: 2 };
+      (w.users as Record<string, unknown>).u1 = ['not', 'an', 'object'];
+      (w as Record<string, unknown>).name = 42;
+      (w as Record<string, unknown>).count = '3';
+      (w as Record<string, unknown>).open = [true];
+    });
+  });
+
+  it('arrays inside arrays', () => {
+    edited(world(), (w) => {
+      w.grid[0]!.splice(1, 1);
+      w.grid[1]!.push(7, 8);
+      w.grid.push([9]);
+    });
+  });
+
+  it('keys that look like numbers', () => {
+    edited({ byId: { '1': { n: 1 }, '2': { n: 2 }, '10': { n: 10 } } as Record<string, { n: number }> }, (w) => {
+      delete w.byId['2'];
+      w.byId['3'] = { n: 3 };
+      w.byId['10']!.n = 11;
+    });
+  });
+
+  it('a world that holds one object in two places (the snapshot keeps the sharing)', () => {
+    const team = { name: 'ops', members: ['u1', 'u2', 'u3', 'u4'] };
+    const live = { a: { team }, b: { team } };
+    const initial = structuredClone(live);
+    team.members.splice(1, 2);
+    team.name = 'platform';
+    (team as Record<string, unknown>).lead = 'u1';
+    roundTrip(initial, live);
+  });
+
+  it('200 random worlds mutated at random (seeded)', () => {
+    const random = seededRandom(20250101);
+    for (let i = 0; i < 200; i++) {
+      const initial = randomObject(random, 3);
+      const final = structuredClone(initial);
+      const edits = 1 + Math.floor(random() * 8);
+      for (let e = 0; e < edits; e++) mutate(final, random);
+      try {
+        roundTrip(initial, final);
+      } catch (err) {
+        throw new Error(`case ${i}: ${JSON.stringify(initial)} → ${JSON.stringify(final)}\n${(err as Error).message}`);
+      }
+    }
+  });
+});
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+const pick = <T>(random: () => number, xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+
+function randomScalar(random: () => number): Json {
+  return pick(random, [null, true, false, 0, 1, -2.5, 'a', 'b', '', Math.floor(random() * 100), `s${Math.floor(random() * 10)}`]);
+}
+
+function randomValue(random: () => number, depth: number): Json {
+  const r = random();
+  if (depth <= 0 || r < 0.5) return randomScalar(random);
+  return r < 0.75 ? randomArray(random, depth - 1) : randomObject(random, depth - 1);
+}
+
+function randomArray(random: () => number, depth: number): Json[] {
+  return Array.from({ length: Math.floor(random() * 5) }, () => randomValue(random, depth));
+}
+
+function randomObject(random: () => number, depth: number): { [key: string]: Json } {
+  const out: { [key: string]: Json } = {};
+  const n = Math.floor(random() * 5);
+  for (let i = 0; i < n; i++) out[pick(random, ['a', 'b', 'c', 'd', 'e', '0', '1'])] = randomValue(random, depth);
+  return out;
+}
+
+/** Every container in `root`, with the root itself. */
+function containers(root: Json): (Json[] | { [key: string]: Json })[] {
+  if (root === null || typeof root !== 'object') return [];
+  const out: (Json[] | { [key: string]: Json })[] = [root];
+  for (const child of Object.values(root)) out.push(...containers(child));
+  return out;
+}
+
+/** One random edit somewhere in the world: set, add, delete, push, splice, reorder, retype. */
+function mutate(root: { [key: string]: Json }, random: () => number): void {
+  const target = pick(random, containers(root));
+  if (Array.isArray(target)) {
+    const op = random();
+    const at = Math.floor(random() * (target.length + 1));
+    if (op < 0.25) target.push(randomValue(random, 2));
+    else if (op < 0.45) target.splice(at, 1 + Math.floor(random() * 2));
+    else if (op < 0.6) target.splice(at, 0, randomValue(random, 2));
+    else if (op < 0.7) target.reverse();
+    else if (op < 0.8) target.length = Math.floor(target.length / 2);
+    else if (target.length > 0) target[Math.min(at, target.length - 1)] = randomValue(random, 2);
+  } else {
+    const keys = Object.keys(target);
+    const op = random();
+    if (op < 0.3 || keys.length === 0) target[pick(random, ['a', 'b', 'f', 'g', '2'])] = randomValue(random, 2);
+    else if (op < 0.55) delete target[pick(random, keys)];
+    else target[pick(random, keys)] = randomValue(random, 2);
+  }
+}

@@ -1,0 +1,147 @@
+import { describe, it, expect } from 'vitest';
+import { check } from '../../src/define.js';
+import { diffWorld } from '../../src/rollout/diff.js';
+import { compactCheck, grade } from '../../src/rollout/grade.js';
+import { CHECK_VALUE_MAX_CHARS } from '../../src/options.js';
+import type { Check, Task, VerifyArgs } from '../../src/types.js';
+import { passing, task } from '../builders.js';
+
+const args: VerifyArgs = { initial: { count: 0 }, final: { count: 1 }, output: '1', trace: [] };
+
+const gradeWith = (verify: Task['verify'], extra: Partial<Task> = {}, timeoutMs?: number) =>
+  grade(task(verify, extra), args, diffWorld(args.initial, args.final), timeoutMs);
+
+function verifierError(g: Awaited<ReturnType<typeof grade>>): string {
+  expect(g.status).toBe('error');
+  expect(g.score).toBeNull();
+  expect(g.checks).toEqual([]);
+  if (g.status !== 'error') throw new Error('unreachable');
+  expect(g.error.code).toBe('verifier_error');
+  return g.error.message;
+}
+
+describe('grade', () => {
+  it('passes with score 1 when every check passes', async () => {
+    const g = await gradeWith(({ final }) => [check.equal('count', final.count, 1), check.ok('said so', true)]);
+    expect(g).toEqual({
+      status: 'passed',
+      score: 1,
+      checks: [
+        { name: 'count', pass: true, expected: 1, actual: 1 },
+        { name: 'said so', pass: true },
+      ],
+    });
+  });
+
+  it('fails with the share of passed checks as the score', async () => {
+    const g = await gradeWith(() => [passing('a'), { name: 'b', pass: false }, { name: 'c', pass: false }, passing('d')]);
+    expect(g.status).toBe('failed');
+    expect(g.score).toBe(0.5);
+  });
+
+  it('gives the verifier the initial and final worlds, the output and the trace', async () => {
+    let seen: VerifyArgs | undefined;
+    await gradeWith((a) => {
+      seen = a;
+      return [passing()];
+    });
+    expect(seen).toBe(args);
+  });
+
+  it('awaits an async verifier', async () => {
+    const g = await gradeWith(async ({ output }) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return [check.contains('answer', output, 1)];
+    });
+    expect(g.status).toBe('passed');
+  });
+
+  it('makes a verifier that throws a verifier_error with its message', async () => {
+    const message = verifierError(
+      await gradeWith(() => {
+        throw new Error('initial.users is undefined');
+      }),
+    );
+    expect(message).toBe('the verifier of test/task threw: initial.users is undefined');
+  });
+
+  it('makes a verifier that rejects a verifier_error', async () => {
+    expect(verifierError(await gradeWith(() => Promise.reject(new Error('nope'))))).toContain('threw: nope');
+  });
+
+  it('makes a verifier that returns no array a verifier_error that says what to return', async () => {
+    expect(verifierError(await gradeWith(() => ({ name: 'x', pass: true }) as never))).toBe(
+      'the verifier of test/task must return an array of checks (got object)',
+    );
+    expect(verifierError(await gradeWith(() => undefined as never))).toContain('(got undefined)');
+    expect(verifierError(await gradeWith(() => null as never))).toContain('(got null)');
+  });
+
+  it('makes a malformed check a verifier_error naming its index and the shape of a check', async () => {
+    for (const bad of [{ name: 'x' }, { name: 1, pass: true }, { name: 'x', pass: 'yes' }, null, 'check']) {
+      const message = verifierError(await gradeWith(() => [passing(), bad as Check]));
+      expect(message).toContain('returned a malformed check at index 1');
+      expect(message).toContain('{ name: string, pass: boolean, expected?, actual?, message? }');
+    }
+  });
+
+  it('makes an empty list of checks a verifier_error', async () => {
+    expect(verifierError(await gradeWith(() => []))).toBe(
+      'the verifier of test/task returned no checks; return at least one, e.g. check.ok(name, condition)',
+    );
+  });
+
+  it('makes a verifier that hangs a verifier_error after the timeout', async () => {
+    const message = verifierError(await gradeWith(() => new Promise<Check[]>(() => {}), {}, 20));
+    expect(message).toBe('the verifier of test/task did not finish within 20 ms');
+  });
+
+  describe('mayChange', () => {
+    it('adds a passing check when every change is allowed', async () => {
+      const g = await gradeWith(() => [passing()], { mayChange: ['count'] });
+      expect(g.status).toBe('passed');
+      expect(g.checks.at(-1)).toEqual({ name: 'mayChange', pass: true, expected: ['count'] });
+    });
+
+    it('adds a failed check naming the change it does not allow', async () => {
+      const g = await gradeWith(() => [passing()], { mayChange: ['other'] });
+      expect(g.status).toBe('failed');
+      expect(g.score).toBe(0.5);
+      expect(g.checks.at(-1)).toMatchObject({ name: 'mayChange', pass: false, actual: ['count'] });
+    });
+
+    it('adds no check when the task has no mayChange', async () => {
+      expect((await gradeWith(() => [passing()])).checks).toHaveLength(1);
+    });
+  });
+});
+
+describe('compactCheck', () => {
+  it('keeps small values as they are', () => {
+    const c = { name: 'users', pass: false, expected: { u1: [1, 2] }, actual: 'x', message: 'wrong' };
+    expect(compactCheck(c)).toEqual(c);
+  });
+
+  it('truncates a large expected or actual value to a JSON preview', () => {
+    const big = { users: Array.from({ length: 500 }, (_, i) => ({ id: `u${i}`, name: 'someone' })) };
+    const c = compactCheck(check.equal('users', big, 'x'.repeat(10_000)));
+    for (const value of [c.actual, c.expected]) {
+      expect(typeof value).toBe('string');
+      expect((value as string).length).toBeLessThan(CHECK_VALUE_MAX_CHARS + 100);
+      expect(value).toMatch(/… \(truncated, \d+ chars\)$/);
+    }
+    expect((c.actual as string).startsWith('{"users":[{"id":"u0"')).toBe(true);
+  });
+
+  it('makes values JSON cannot hold safe (undefined, BigInt, cycles, functions)', () => {
+    const loop: Record<string, unknown> = {};
+    loop.self = loop;
+    expect(compactCheck({ name: 'a', pass: true, expected: undefined, actual: 5n })).toEqual({ name: 'a', pass: true, expected: null, actual: '5' });
+    expect(compactCheck({ name: 'b', pass: true, actual: loop }).actual).toEqual({ self: '[Circular]' });
+    expect(compactCheck({ name: 'c', pass: true, actual: () => 1 }).actual).toBeNull();
+  });
+
+  it('drops fields a check does not have', () => {
+    expect(compactCheck({ name: 'a', pass: true, extra: 1 } as Check)).toEqual({ name: 'a', pass: true });
+  });
+});
