@@ -1,0 +1,472 @@
+/**
+ * Hostile agents against real rollouts. Each test runs one agent from fixtures/agents/hostile/
+ * in a worker of its own and checks the protection it attacks: the host goes on (the test
+ * finishing proves it), every artifact is written and parses, the world is graded where the
+ * contract says so, and the termination names what happened.
+ */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { check, defineTool, runRollout } from '../../src/index.js';
+import type { Limits, RunResult, TraceEvent } from '../../src/index.js';
+import { LOG_MAX_CHARS_PER_RUN } from '../../src/options.js';
+import { AgentPool } from '../../src/pool/pool.js';
+import { eventsOf, readRunFiles, tempDir, testWorld, type RunFiles, type TestState, type TestWorld } from '../helpers.js';
+
+// Set before any worker exists, so that a worker that inherited the host's environment would see it.
+const SECRET_NAME = 'SILO_HOSTILE_TEST_SECRET';
+const SECRET_VALUE = 'host-secret-that-must-not-leak';
+process.env[SECRET_NAME] = SECRET_VALUE;
+
+const out = tempDir('silo-hostile-');
+afterAll(() => {
+  delete process.env[SECRET_NAME];
+  out.remove();
+});
+
+/** Small limits keep the file fast; tests override what they attack. */
+const FAST: Partial<Limits> = { timeoutMs: 1500, graceMs: 300, memoryMb: 64 };
+
+function hostile(name: string): string {
+  return fileURLToPath(new URL(`../../fixtures/agents/hostile/${name}.ts`, import.meta.url));
+}
+
+interface Rollout {
+  result: RunResult;
+  files: RunFiles;
+  /** Wall time of runRollout, ms. */
+  elapsedMs: number;
+}
+
+/** Runs `agent` against `world` and checks that the run was recorded in full. */
+async function roll(world: TestWorld, agent: string, limits: Partial<Limits> = {}): Promise<Rollout> {
+  const started = performance.now();
+  const result = await runRollout({ task: world.task, agent, outDir: out.dir, limits: { ...FAST, ...limits } });
+  const elapsedMs = performance.now() - started;
+  const files = readRunFiles(result.runDir);
+  expect(files.run.status).not.toBe('running');
+  expect(files.run).toMatchObject({ runId: result.runId, status: result.status, termination: result.termination });
+  expect(files.run.finishedAt).toEqual(expect.any(String));
+  expect(files.result).toMatchObject({ runId: result.runId, status: result.status, termination: result.termination, output: result.output });
+  expect(files.trace[0]?.type).toBe('run_started');
+  expect(files.trace.at(-1)).toMatchObject({ type: 'run_finished', status: result.status, termination: result.termination });
+  expect(files.trace.map((e) => e.seq)).toEqual(files.trace.map((_, i) => i));
+  expect(Array.isArray(files.diff)).toBe(true);
+  return { result, files, elapsedMs };
+}
+
+/** The verifier ran once and its checks decided the status. */
+function expectGraded(world: TestWorld, { result, files }: Rollout, status: 'passed' | 'failed'): void {
+  expect(world.verified).toBe(1);
+  expect(result.status).toBe(status);
+  expect(result.error).toBeUndefined();
+  expect(result.checks.length).toBeGreaterThan(0);
+  expect(files.result.checks).toEqual(result.checks);
+  if (status === 'passed') expect(files.result.score).toBe(1);
+  else expect(files.result.score).toBeLessThan(1);
+}
+
+function toolCalls(trace: readonly TraceEvent[]): Extract<TraceEvent, { type: 'tool_call' }>[] {
+  return eventsOf(trace, 'tool_call');
+}
+
+const recorded = (world: TestWorld): unknown[] => (world.final as TestState).records.map((r) => r.value);
+
+describe('an agent that never stops', () => {
+  it('stops while (true) {} on time and still grades the world', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('infinite-loop'), { timeoutMs: 1000, graceMs: 300 });
+    expect(run.result.termination).toBe('timeout');
+    expectGraded(world, run, 'failed');
+    expect(run.result.output).toBeNull();
+    expect(eventsOf(run.files.trace, 'limit_exceeded')).toEqual([expect.objectContaining({ limit: 'timeoutMs' })]);
+    // A generous bound: without termination the run would never end at all.
+    expect(run.elapsedMs).toBeLessThan(10_000);
+  });
+
+  it('times out an agent awaiting a promise that never settles, rather than calling it a crash', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('never-settles'), { timeoutMs: 1000, graceMs: 300 });
+    expect(run.result.termination).toBe('timeout');
+    expectGraded(world, run, 'failed');
+    expect(eventsOf(run.files.trace, 'agent_threw')).toEqual([]);
+    expect(eventsOf(run.files.trace, 'limit_exceeded')).toEqual([expect.objectContaining({ limit: 'timeoutMs' })]);
+    expect(run.elapsedMs).toBeLessThan(10_000);
+  });
+});
+
+describe('an agent that fails hard', () => {
+  it('records an agent that throws as threw, with its message, and grades the world', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('throws'));
+    expect(run.result.termination).toBe('threw');
+    expectGraded(world, run, 'failed');
+    const threw = eventsOf(run.files.trace, 'agent_threw');
+    expect(threw).toHaveLength(1);
+    expect(threw[0]?.error.message).toBe('hostile agent gave up on purpose');
+  });
+
+  it('survives process.exit(3) in the agent: crashed, graded on the world as it was left', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('exits-process'));
+    expect(run.result.termination).toBe('crashed');
+    expectGraded(world, run, 'failed');
+    // The write made before the exit is part of the graded world.
+    expect(world.final?.values).toEqual({ 'before-exit': true });
+    expect(run.files.run.toolCalls).toBe(1);
+    expect(eventsOf(run.files.trace, 'agent_threw')).toEqual([
+      expect.objectContaining({ error: expect.objectContaining({ code: 'crashed' }) }),
+    ]);
+  });
+
+  it('ends a memory bomb as out_of_memory and grades the world', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('memory-bomb'), { memoryMb: 64, timeoutMs: 20_000 });
+    expect(run.result.termination).toBe('out_of_memory');
+    expectGraded(world, run, 'failed');
+    expect(eventsOf(run.files.trace, 'limit_exceeded')).toEqual([expect.objectContaining({ limit: 'memoryMb' })]);
+  });
+});
+
+describe('output an agent returns', () => {
+  it.each([
+    ['a BigInt', 'returns-bigint', /BigInt/],
+    ['a circular object', 'returns-circular', /circular/i],
+    ['a toJSON that throws something unprintable', 'returns-unprintable', /cannot be described/],
+  ])('records output that holds %s as null, says why, and grades the run', async (_what, agent, reason) => {
+    const world = testWorld();
+    const run = await roll(world, hostile(agent));
+    expect(run.result.termination).toBe('returned');
+    expect(run.result.output).toBeNull();
+    expectGraded(world, run, 'failed');
+    const returned = eventsOf(run.files.trace, 'agent_returned');
+    expect(returned).toHaveLength(1);
+    expect(returned[0]?.output).toBeNull();
+    expect(returned[0]?.outputError).toMatch(reason);
+  });
+
+  it('truncates an 8 MiB output to maxOutputBytes UTF-8 bytes, on a character boundary', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('huge-output'));
+    const maxOutputBytes = 1024 * 1024; // the default
+    expect(run.files.run.limits.maxOutputBytes).toBe(maxOutputBytes);
+    expect(run.result.termination).toBe('returned');
+    expectGraded(world, run, 'passed');
+    const output = run.result.output ?? '';
+    const bytes = Buffer.byteLength(output, 'utf8');
+    expect(bytes).toBeLessThanOrEqual(maxOutputBytes);
+    // 'a' then 2-byte characters: the 1 MiB mark falls inside one, so one byte is given up.
+    expect(bytes).toBe(maxOutputBytes - 1);
+    expect(output.startsWith('aéé')).toBe(true);
+    expect(output).not.toContain('\uFFFD');
+    expect(run.files.result.outputTruncated).toBe(true);
+    expect(run.files.result.output).toBe(output);
+    expect(eventsOf(run.files.trace, 'agent_returned')[0]).toMatchObject({ outputTruncated: true });
+  });
+});
+
+describe('tool calls an agent makes', () => {
+  it('runs exactly maxToolCalls of a 5,000-call flood, refuses the rest and records one refusal', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('call-flood'), { maxToolCalls: 500, timeoutMs: 20_000, graceMs: 5_000 });
+    expect(run.result.termination).toBe('tool_call_limit');
+    expectGraded(world, run, 'passed');
+    expect(run.files.run.toolCalls).toBe(500);
+    expect(run.files.run.refusedCalls).toBe(4500);
+    expect(world.final?.count).toBe(500);
+    // Every call was answered, none rejected: 500 ran, 4,500 were refused.
+    expect(JSON.parse(run.result.output ?? 'null')).toEqual({ ok: 500, limit_exceeded: 4500 });
+
+    const calls = toolCalls(run.files.trace);
+    const results = eventsOf(run.files.trace, 'tool_result');
+    expect(calls).toHaveLength(501);
+    expect(results).toHaveLength(501);
+    const refused = results.filter((r) => !r.ok);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatchObject({ ok: false, error: { code: 'limit_exceeded', limit: 'maxToolCalls' } });
+    expect(calls.some((c) => c.callId === refused[0]?.callId)).toBe(true);
+    expect(eventsOf(run.files.trace, 'limit_exceeded')).toEqual([expect.objectContaining({ limit: 'maxToolCalls' })]);
+  });
+
+  it('never lets calls fired after the agent returned reach the world', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('calls-after-return'));
+    expect(run.result.termination).toBe('returned');
+    expect(run.result.output).toBe('returned');
+    expectGraded(world, run, 'passed');
+    expect(recorded(world)).toEqual(['before-return']);
+    expect(toolCalls(run.files.trace).map((c) => c.input)).toEqual([{ value: 'before-return' }]);
+    // The graded world is the live one: had a late call slipped through, it would show up here.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(recorded(world)).toEqual(['before-return']);
+  });
+
+  it("drops calls an agent posts on the rollout's port itself after returning", async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('forges-late-calls'));
+    expect(run.result.termination).toBe('returned');
+    expectGraded(world, run, 'passed');
+    expect(toolCalls(run.files.trace).map((c) => c.input)).toEqual([{ value: 'before-return' }]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(recorded(world)).toEqual(['before-return']);
+  });
+
+  it("survives malformed messages an agent posts on the rollout's port itself, and a forged completion", async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('forges-bad-messages'));
+    // The forged completion says the agent threw; its error could not be read, and says so.
+    expect(run.result.termination).toBe('threw');
+    expectGraded(world, run, 'failed');
+    expect(eventsOf(run.files.trace, 'agent_threw')).toEqual([
+      expect.objectContaining({ error: { code: 'agent_threw', message: 'unknown error' } }),
+    ]);
+    // The ordinary call went through; the deep one was refused before any tool ran.
+    expect(recorded(world)).toEqual(['ordinary']);
+    const results = eventsOf(run.files.trace, 'tool_result').map((r) => (r.ok ? 'ok' : r.error.code));
+    expect(results).toEqual(['invalid_input', 'invalid_input', 'ok']);
+    // Each malformed message left a note instead of ending the host.
+    const notes = eventsOf(run.files.trace, 'agent_log').filter((e) => e.message.startsWith('silo: dropped'));
+    expect(notes).toHaveLength(6);
+  });
+
+  describe('__proto__ and constructor keys in an input', () => {
+    /** What each payload of prototype-keys.ts would add to Object.prototype, in call order. */
+    const PAYLOADS = ['pollutedTop', 'pollutedNested', 'pollutedCtorTop', 'pollutedCtorNested', 'pollutedDeep'];
+    const POLLUTED = [...PAYLOADS, 'pollutedEscaped'];
+    afterEach(() => {
+      // Clean up if a protection failed, so one failure does not spread to other tests.
+      for (const key of POLLUTED) {
+        delete (Object.prototype as Record<string, unknown>)[key];
+        delete (Object as unknown as Record<string, unknown>)[key];
+      }
+    });
+
+    it('refuses them as invalid_input before any tool runs, and the host prototype stays clean', async () => {
+      const world = testWorld();
+      const run = await roll(world, hostile('prototype-keys'));
+      expect(run.result.termination).toBe('returned');
+      expectGraded(world, run, 'passed');
+      // Five hostile inputs refused; the harmless control call went through.
+      expect(JSON.parse(run.result.output ?? 'null')).toEqual([...PAYLOADS.map(() => 'invalid_input'), 'ok']);
+      const probe: Record<string, unknown> = {};
+      for (const key of POLLUTED) {
+        expect(probe[key], key).toBeUndefined();
+        expect(Object.prototype, key).not.toHaveProperty(key);
+      }
+      // Only the control call changed the world.
+      expect(world.final?.settings).toEqual({ harmless: 1 });
+      expect(Object.getPrototypeOf(world.final?.settings)).toBe(Object.prototype);
+      const results = eventsOf(run.files.trace, 'tool_result');
+      expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual([...PAYLOADS.map(() => 'invalid_input'), 'ok']);
+      expect(JSON.stringify(run.files.trace)).not.toMatch(/polluted/);
+    });
+
+    it('refuses them also when the agent escapes them in the JSON text it sends', async () => {
+      const world = testWorld();
+      const run = await roll(world, hostile('escaped-proto-key'));
+      expect(run.result.termination).toBe('returned');
+      expect(JSON.parse(run.result.output ?? 'null')).toEqual(['invalid_input', 'invalid_input']);
+      expect({} as Record<string, unknown>).not.toHaveProperty('pollutedEscaped');
+      expect(world.final?.settings).toEqual({});
+    });
+  });
+
+  it('hands the tool the value of a SharedArrayBuffer-backed input as it was at call time, as plain data', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('shared-memory-input'));
+    expect(run.result.termination).toBe('returned');
+    expectGraded(world, run, 'passed');
+    expect(world.final?.records).toEqual([{ value: { 0: 5 }, kind: '[object Object]' }]);
+    expect(toolCalls(run.files.trace).map((c) => c.input)).toEqual([{ value: { 0: 5 } }]);
+  });
+
+  it.each([
+    ['', 'huge-input'],
+    [', also when the agent goes around the worker', 'forges-huge-input'],
+  ])('refuses one input over maxMessageBytes with limit_exceeded and lets the run go on%s', async (_how, agent) => {
+    const world = testWorld();
+    const run = await roll(world, hostile(agent));
+    expect(run.files.run.limits.maxMessageBytes).toBe(1024 * 1024);
+    expect(run.result.termination).toBe('returned');
+    expectGraded(world, run, 'passed');
+    const { huge, small } = JSON.parse(run.result.output ?? 'null');
+    expect(huge).toMatchObject({ ok: false, error: { code: 'limit_exceeded', limit: 'maxMessageBytes' } });
+    expect(small).toEqual({ ok: true, value: { recorded: 1 } });
+    expect(recorded(world)).toEqual(['small']);
+    // The refused input is not copied into the trace.
+    const calls = toolCalls(run.files.trace);
+    expect(calls).toHaveLength(2);
+    expect(JSON.stringify(calls[0]?.input).length).toBeLessThan(1000);
+  });
+});
+
+describe("the agent's surroundings", () => {
+  it("gives the agent an empty environment, so the host's variables do not leak", async () => {
+    expect(process.env[SECRET_NAME]).toBe(SECRET_VALUE);
+    const world = testWorld();
+    const run = await roll(world, hostile('reads-env'));
+    expect(run.result.termination).toBe('returned');
+    expectGraded(world, run, 'passed');
+    expect(run.result.output).toBe('{}');
+    expect(JSON.stringify(run.files)).not.toContain(SECRET_VALUE);
+  });
+
+  it("puts what the agent prints in the trace as agent_log events, never on the host's stdout", async () => {
+    const captured: string[] = [];
+    const capture = (stream: NodeJS.WriteStream) =>
+      vi.spyOn(stream, 'write').mockImplementation(function (this: NodeJS.WriteStream, chunk: unknown, ...rest: unknown[]) {
+        captured.push(String(chunk));
+        const callback = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+        callback?.();
+        return true;
+      } as NodeJS.WriteStream['write']);
+    const stdout = capture(process.stdout);
+    const stderr = capture(process.stderr);
+    let run: Rollout;
+    try {
+      const world = testWorld();
+      run = await roll(world, hostile('prints'));
+      expectGraded(world, run, 'passed');
+      // Worker stdio reaches the host asynchronously: give stray output time to arrive.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } finally {
+      stdout.mockRestore();
+      stderr.mockRestore();
+    }
+    expect(captured.filter((text) => text.includes('HOSTILE'))).toEqual([]);
+    expect(run.result.termination).toBe('returned');
+    const logs = eventsOf(run.files.trace, 'agent_log').map(({ message, stream }) => ({ message, stream }));
+    expect(logs).toEqual([
+      { message: 'HOSTILE-CONSOLE-LOG { answer: 42 }', stream: 'stdout' },
+      { message: 'HOSTILE-CONSOLE-ERROR', stream: 'stderr' },
+      { message: 'HOSTILE-STDOUT-WRITE', stream: 'stdout' },
+      { message: 'HOSTILE-STDERR-WRITE', stream: 'stderr' },
+    ]);
+  });
+
+  it('records a thrown value that cannot even be described as threw, and grades the world', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('throws-unprintable'));
+    expect(run.result.termination).toBe('threw');
+    expectGraded(world, run, 'failed');
+    expect(eventsOf(run.files.trace, 'agent_threw')).toHaveLength(1);
+  });
+
+  it('keeps a bounded part of a log flood, so printing in a loop cannot fill the host', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('log-flood'), { timeoutMs: 1000 });
+    expect(run.result.termination).toBe('timeout');
+    expectGraded(world, run, 'failed');
+    const logs = eventsOf(run.files.trace, 'agent_log');
+    expect(logs.at(-1)?.message).toMatch(/^silo: the agent's logs passed \d+ characters; later logs are dropped$/);
+    const kept = logs.reduce((sum, e) => sum + e.message.length, 0);
+    expect(kept).toBeLessThanOrEqual(LOG_MAX_CHARS_PER_RUN + 1000);
+    expect(statSync(join(run.result.runDir, 'trace.jsonl')).size).toBeLessThan(LOG_MAX_CHARS_PER_RUN + 1024 * 1024);
+  });
+
+  it('refuses to run a module without a default export: load_error, status error, every artifact written', async () => {
+    const world = testWorld();
+    const run = await roll(world, hostile('no-default-export'));
+    expect(run.result.status).toBe('error');
+    expect(run.result.termination).toBe('load_error');
+    expect(world.verified).toBe(0);
+    expect(run.files.result.error?.code).toBe('agent_load_error');
+    expect(run.files.result.error?.message).toMatch(/default-export/);
+    expect(run.files.result.error?.message).toContain('no-default-export.ts');
+    expect(run.files.result.score).toBeNull();
+    expect(run.files.diff).toEqual([]);
+  });
+});
+
+describe('hostile tools and verifiers', () => {
+  it('turns a tool result that cannot be cloned, and a tool that throws, into tool_error results', async () => {
+    const world = testWorld({
+      instruction: 'returns_function, explodes, increment',
+      tools: [
+        defineTool({
+          name: 'returns_function',
+          description: 'Returns a function, which cannot cross to the agent.',
+          inputSchema: { type: 'object', properties: {} } as const,
+          run: () => ({ callback: () => 'not data' }),
+        }),
+        defineTool({
+          name: 'explodes',
+          description: 'Always throws.',
+          inputSchema: { type: 'object', properties: {} } as const,
+          run: () => {
+            throw new Error('the tool exploded on purpose');
+          },
+        }),
+      ],
+    });
+    const run = await roll(world, hostile('calls-every-tool'));
+    expect(run.result.termination).toBe('returned');
+    expectGraded(world, run, 'passed');
+    const results = JSON.parse(run.result.output ?? 'null');
+    expect(results.returns_function).toMatchObject({ ok: false, error: { code: 'tool_error' } });
+    expect(results.returns_function.error.message).toMatch(/returns_function returned a value that cannot be cloned/);
+    expect(results.explodes).toEqual({ ok: false, error: { code: 'tool_error', message: 'the tool exploded on purpose' } });
+    // The run went on after both.
+    expect(results.increment).toEqual({ ok: true, value: 1 });
+    expect(eventsOf(run.files.trace, 'tool_result').map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['tool_error', 'tool_error', 'ok']);
+  });
+
+  it('makes a verifier that throws a verifier_error run and still writes every artifact', async () => {
+    const world = testWorld({
+      verify: () => {
+        throw new Error('the verifier blew up');
+      },
+    });
+    const run = await roll(world, fileURLToPath(new URL('../../fixtures/agents/do-nothing.ts', import.meta.url)));
+    expect(run.result.termination).toBe('returned');
+    expect(run.result.status).toBe('error');
+    expect(world.verified).toBe(1);
+    expect(run.files.result.error?.code).toBe('verifier_error');
+    expect(run.files.result.error?.message).toContain('the verifier blew up');
+    expect(run.files.result.score).toBeNull();
+    expect(run.files.result.output).toBe('I could not do anything.');
+  });
+});
+
+describe('the grace period', () => {
+  it('keeps the output of an agent that returns after its signal fired; the termination is the limit', async () => {
+    const world = testWorld({ verify: ({ output }) => [check.equal('partial answer kept', output, 'partial')] });
+    const run = await roll(world, hostile('returns-on-abort'), { timeoutMs: 500, graceMs: 2_000 });
+    expect(run.result.termination).toBe('timeout');
+    expect(run.result.output).toBe('partial');
+    expectGraded(world, run, 'passed');
+    expect(run.files.result.output).toBe('partial');
+    expect(eventsOf(run.files.trace, 'agent_returned')).toEqual([expect.objectContaining({ output: 'partial' })]);
+    expect(eventsOf(run.files.trace, 'agent_log').map((e) => e.message)).toEqual([expect.stringMatching(/^stopping: timeout/)]);
+  });
+});
+
+describe('single-use workers', () => {
+  it('never lets a later rollout run in a worker whose agent disabled process.exit', async () => {
+    // One thread at most: if the first worker went back to the pool, the second rollout would get it.
+    const pool = new AgentPool({ maxThreads: 1, minThreads: 1 });
+    try {
+      const first = testWorld({ instruction: 'first rollout' });
+      const a = await runRollout({ task: first.task, agent: hostile('keeps-its-worker'), outDir: out.dir, limits: FAST, pool });
+      expect(a.termination).toBe('returned');
+      expect(a.output).toBe('none');
+      const second = testWorld({ instruction: 'second rollout' });
+      const b = await runRollout({ task: second.task, agent: hostile('keeps-its-worker'), outDir: out.dir, limits: FAST, pool });
+      expect(b.termination).toBe('returned');
+      expect(b.output).toBe('none');
+    } finally {
+      await pool.destroy();
+    }
+  });
+});
+
+describe('after all of the above', () => {
+  it('still runs an ordinary agent in a fresh worker', async () => {
+    const world = testWorld();
+    const run = await roll(world, fileURLToPath(new URL('../../fixtures/agents/do-nothing.ts', import.meta.url)));
+    expect(run.result.termination).toBe('returned');
+    expectGraded(world, run, 'passed');
+  });
+});
