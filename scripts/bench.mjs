@@ -58,7 +58,7 @@ async function bareWorkerStart() {
 const tasks = await loadTasks(['fixtures/bench/tasks.mjs']);
 const zero = tasks.find((t) => t.task.id === 'bench/calls-0').task;
 const thousand = tasks.find((t) => t.task.id === 'bench/calls-1000').task;
-const pool = new AgentPool({ maxThreads: 4, minThreads: 1 });
+const pool = new AgentPool({ maxThreads: 4 });
 
 // Per call.
 const bare = median([await bareRoundTrip(CALLS), await bareRoundTrip(CALLS), await bareRoundTrip(CALLS)]);

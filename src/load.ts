@@ -7,6 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SiloError, type SiloErrorCode } from './errors.js';
+import { isTypeScript } from './paths.js';
 import { compileTool } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
 
@@ -19,7 +20,7 @@ export interface LoadedTask {
 /** Imports a user module; TypeScript goes through tsx. */
 export async function importUserModule(file: string): Promise<Record<string, unknown>> {
   const url = pathToFileURL(file).href;
-  if (/\.(c|m)?tsx?$/.test(file)) {
+  if (isTypeScript(file)) {
     const { tsImport } = await import('tsx/esm/api');
     return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
   }

@@ -32,6 +32,9 @@ export const PORT_DRAIN_MS = 2_000;
 /** After the agent is done, how long tool calls already running may take to settle. */
 export const INFLIGHT_SETTLE_MS = 5_000;
 
+/** Deepest nesting of arrays and objects a tool input may have. */
+export const MAX_INPUT_DEPTH = 64;
+
 /** Bytes added to the message cap for the envelope around a tool input or an output. */
 export const MESSAGE_ENVELOPE_BYTES = 64 * 1024;
 

@@ -34,10 +34,10 @@ export type WorkerMessage =
       /** UTF-8 bytes of the input's JSON text. */
       inputBytes: number;
       /**
-       * Set when the input was not JSON-serialisable, was over maxMessageBytes, or held `__proto__`
-       * (or `constructor` holding an object).
+       * Set when the input was not JSON-serialisable, was over maxMessageBytes or MAX_INPUT_DEPTH,
+       * or held `__proto__` (or `constructor` holding an object). The host sets it too.
        */
-      inputError?: { kind: 'unserialisable' | 'too_large' | 'forbidden_key'; message: string };
+      inputError?: { kind: 'unserialisable' | 'too_large' | 'too_deep' | 'forbidden_key'; message: string };
     }
   | { brand: typeof BRAND; type: 'log'; message: string; data?: unknown; stream?: 'stdout' | 'stderr' }
   | { brand: typeof BRAND; type: 'started' }

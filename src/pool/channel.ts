@@ -5,6 +5,7 @@
  * after the agent returned can never be taken for one made before.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { MAX_INPUT_DEPTH } from '../options.js';
 import { BRAND, type HostMessage, type WorkerMessage } from '../protocol.js';
 import type { ToolResult } from '../types.js';
 
@@ -30,18 +31,23 @@ export class HostChannel {
 
   readonly #port: MessagePort;
   readonly #maxChars: number;
+  readonly #inputCaps: InputCaps;
   #finished = false;
   /** Set by close(): calls still waiting their turn are dropped, never handled. */
   #closed = false;
   #queue: Promise<unknown> = Promise.resolve();
   #resolveDone!: (msg: DoneMessage | null) => void;
 
-  /** `maxChars` caps one message's JSON text (UTF-16 units); longer messages are dropped unparsed. */
-  constructor(handlers: ChannelHandlers, maxChars: number) {
+  /**
+   * `maxChars` caps one message's JSON text (UTF-16 units); longer messages are dropped unparsed.
+   * `inputCaps` bound a call's input as the host measures it, whatever the worker claims.
+   */
+  constructor(handlers: ChannelHandlers, maxChars: number, inputCaps: Partial<InputCaps> = {}) {
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
     this.workerPort = port2;
     this.#maxChars = maxChars;
+    this.#inputCaps = { bytes: Infinity, depth: MAX_INPUT_DEPTH, ...inputCaps };
     this.done = new Promise((resolve) => (this.#resolveDone = resolve));
     this.closed = new Promise((resolve) => port1.once('close', () => resolve()));
     void this.closed.then(() => this.#finish(null));
@@ -153,16 +159,72 @@ export class HostChannel {
       handlers.dropped('a message without the Silo brand or with an unknown type');
       return null;
     }
-    if (forbidden !== undefined && msg.type === 'call') {
-      delete msg.input;
-      const message =
-        forbidden === '__proto__'
-          ? '"__proto__" is not allowed as a property name'
-          : '"constructor" is not allowed as the name of a property that holds an object';
-      msg.inputError = { kind: 'forbidden_key', message };
+    if (msg.type !== 'call') return msg;
+    if (forbidden !== undefined) {
+      refuseInput(msg, {
+        kind: 'forbidden_key',
+        message:
+          forbidden === '__proto__'
+            ? '"__proto__" is not allowed as a property name'
+            : '"constructor" is not allowed as the name of a property that holds an object',
+      });
+    } else if ('input' in msg) {
+      // The worker measures inputs, but its text is the agent's to forge: the host measures the
+      // text it received. The input is part of the message, so the message bounds it from above.
+      const { bytes, depth } = this.#inputCaps;
+      const size = data.length * 3 <= bytes ? 0 : Buffer.byteLength(data, 'utf8') - envelopeBytes(msg);
+      if (size > bytes) refuseInput(msg, { kind: 'too_large', message: `input is about ${size} bytes` });
+      // Too deep an input would overflow the stack of whatever walks it next (trace, diff, tool).
+      else if (nestingDepth(data, depth + 1) > depth + 1) {
+        refuseInput(msg, { kind: 'too_deep', message: `input nests deeper than ${depth} levels` });
+      }
     }
     return msg;
   }
+}
+
+/** Bounds on a call's input, as the host measures it. */
+export interface InputCaps {
+  /** UTF-8 bytes of the input's JSON text. */
+  bytes: number;
+  /** Levels of nested arrays and objects. */
+  depth: number;
+}
+
+function refuseInput(msg: CallMessage, error: NonNullable<CallMessage['inputError']>): void {
+  delete msg.input;
+  msg.inputError = error;
+}
+
+/** Bytes of a call message that are not its input (an estimate that errs low). */
+function envelopeBytes(msg: CallMessage): number {
+  return Buffer.byteLength(msg.name, 'utf8') + 96;
+}
+
+/**
+ * The deepest nesting of arrays and objects in JSON text, brackets inside strings ignored; stops
+ * counting once past `stopAt`. A single pass over the characters, without recursion.
+ */
+export function nestingDepth(text: string, stopAt: number): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      depth++;
+      if (depth > max) max = depth;
+      if (max > stopAt) return max;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return max;
 }
 
 const TYPES = new Set(['call', 'log', 'started', 'done']);

@@ -6,8 +6,16 @@
  */
 import { Piscina } from 'piscina';
 import type { MessagePort } from 'node:worker_threads';
-import { WORKER_ENTRY } from '../paths.js';
+import { isTypeScript, WORKER_ENTRY } from '../paths.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
+
+
+/**
+ * Workers kept warm per pool. Each is used once, so a spare that finished warming during the
+ * previous rollout is what makes back-to-back rollouts fast (a TypeScript worker takes ~100 ms
+ * to warm; see prepareWorker).
+ */
+const DEFAULT_WARM_WORKERS = 2;
 
 /** How a worker's task ended, from the pool's point of view. */
 export type WorkerExit =
@@ -24,12 +32,13 @@ export interface AgentPoolOptions {
 
 /** Runs agents in isolated, single-use worker threads. */
 export class AgentPool {
-  readonly #pools = new Map<number, Piscina>();
+  /** Keyed by heap limit and by whether workers come with TypeScript support. */
+  readonly #pools = new Map<string, Piscina>();
   readonly #options: Required<AgentPoolOptions>;
 
   constructor(options: AgentPoolOptions = {}) {
     const maxThreads = options.maxThreads ?? 64;
-    this.#options = { maxThreads, minThreads: Math.min(options.minThreads ?? 1, maxThreads) };
+    this.#options = { maxThreads, minThreads: Math.min(options.minThreads ?? DEFAULT_WARM_WORKERS, maxThreads) };
   }
 
   /**
@@ -44,7 +53,7 @@ export class AgentPool {
   ): Promise<WorkerExit> {
     const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: true };
     try {
-      await this.#pool(memoryMb).run(message, { transferList: [port], signal: terminate });
+      await this.#pool(memoryMb, isTypeScript(task.agentPath)).run(message, { transferList: [port], signal: terminate });
       return { kind: 'exited', message: 'worker finished' };
     } catch (err) {
       const e = err as { code?: unknown; name?: unknown; message?: unknown };
@@ -62,8 +71,9 @@ export class AgentPool {
     await Promise.all(pools.map((p) => p.destroy()));
   }
 
-  #pool(memoryMb: number): Piscina {
-    let pool = this.#pools.get(memoryMb);
+  #pool(memoryMb: number, typescript: boolean): Piscina {
+    const key = `${memoryMb}:${typescript ? 'ts' : 'js'}`;
+    let pool = this.#pools.get(key);
     if (!pool) {
       pool = new Piscina({
         filename: WORKER_ENTRY,
@@ -74,11 +84,13 @@ export class AgentPool {
         atomics: 'disabled',
         env: {},
         resourceLimits: { maxOldGenerationSizeMb: memoryMb },
+        // TypeScript workers register tsx as they start, while warm and idle (see prepareWorker).
+        workerData: { typescript },
         recordTiming: false,
       });
       // A worker that dies with no task (e.g. while warming) has no promise to reject.
       pool.on('error', () => {});
-      this.#pools.set(memoryMb, pool);
+      this.#pools.set(key, pool);
     }
     return pool;
   }

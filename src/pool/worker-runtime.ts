@@ -8,6 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '../protocol.js';
 import { captureOutput } from '../rollout/output.js';
 import { toErrorInfo } from '../errors.js';
+import { isTypeScript } from '../paths.js';
 import type { AgentArgs, ErrorInfo, ToolResult } from '../types.js';
 
 type Send = (msg: WorkerMessage) => void;
@@ -181,9 +182,24 @@ function captureConsole(send: Send): void {
   process.stderr.write = writer('stderr') as typeof process.stderr.write;
 }
 
+/** True once this thread can import TypeScript (see prepareWorker). */
+let typescriptReady = false;
+
+/**
+ * Runs when a worker starts, before it takes a rollout. Workers of a TypeScript pool register
+ * tsx here (~100 ms), while the pool keeps them warm, instead of during the agent's rollout.
+ */
+export async function prepareWorker(data: unknown): Promise<void> {
+  if ((data as { typescript?: unknown } | null)?.typescript === true) {
+    const { register } = await import('tsx/esm/api');
+    register();
+    typescriptReady = true;
+  }
+}
+
 async function importAgent(path: string): Promise<unknown> {
-  if (/\.(c|m)?tsx?$/.test(path)) {
-    // Registering tsx costs ~100 ms, so only TypeScript agents pay for it.
+  if (isTypeScript(path) && !typescriptReady) {
+    // A JavaScript worker given a TypeScript agent still loads it, paying for tsx now.
     const { tsImport } = await import('tsx/esm/api');
     return tsImport(pathToFileURL(path).href, import.meta.url);
   }

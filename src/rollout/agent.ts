@@ -49,7 +49,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     channel.abort(fired.reason);
     graceTimer = setTimeout(() => terminate.abort(fired.reason), limits.graceMs);
   });
-  const calls = createCallPath(guard, opts.toolbox, trace, limits.maxMessageBytes);
+  const calls = createCallPath(guard, opts.toolbox, trace);
   // Logs are kept up to a budget per run; past it they are dropped, with one note in the trace.
   let logChars = 0;
   const keepLog = (chars: number): boolean => {
@@ -84,6 +84,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
       },
     },
     maxChars,
+    { bytes: limits.maxMessageBytes },
   );
 
   const onCancel = (): void => guard.fire({ termination: 'cancelled', limit: 'cancel', reason: 'cancelled' });

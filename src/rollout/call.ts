@@ -16,8 +16,7 @@ export interface CallPath {
   readonly toolTimeMs: number;
 }
 
-/** `maxMessageBytes` caps one call's input (UTF-8 bytes of its JSON text), whatever the worker says. */
-export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace, maxMessageBytes = Infinity): CallPath {
+export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace): CallPath {
   let callId = 0;
   let refusalRecorded = false;
   let toolTimeMs = 0;
@@ -38,13 +37,13 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
         // Refused calls run nothing; the first is recorded, all are counted.
         if (!refusalRecorded) {
           refusalRecorded = true;
-          const problem = msg.inputError ?? measureInput(msg.input, maxMessageBytes);
+          const problem = msg.inputError;
           record(msg.name, problem ? { omitted: describeProblem(problem) } : (msg.input ?? null), refusal, 0);
         }
         return refusal;
       }
-      // The worker measures inputs, but the text it sends is the agent's to forge: measure again.
-      const inputError = msg.inputError ?? measureInput(msg.input, maxMessageBytes);
+      // Set by the worker or, for inputs it did not measure honestly, by the host's channel.
+      const { inputError } = msg;
       if (inputError) {
         const { kind } = inputError;
         const message = describeProblem(inputError);
@@ -70,17 +69,4 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
 /** The worker's account of a bad input is not trusted to be text. */
 function describeProblem(problem: NonNullable<CallMessage['inputError']>): string {
   return typeof problem.message === 'string' ? problem.message : 'the input could not be sent';
-}
-
-/** A second measure of an input, by the host: undefined when it is within the cap. */
-function measureInput(input: unknown, maxMessageBytes: number): CallMessage['inputError'] | undefined {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(input);
-  } catch (err) {
-    // Parsed JSON always has a JSON form, unless it is nested too deep to write again.
-    return { kind: 'unserialisable', message: (err as Error).message };
-  }
-  const bytes = Buffer.byteLength(text ?? '', 'utf8');
-  return bytes > maxMessageBytes ? { kind: 'too_large', message: `input is ${bytes} bytes` } : undefined;
 }

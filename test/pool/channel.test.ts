@@ -1,6 +1,6 @@
 import { describe, it, expect, vi, afterEach } from 'vitest';
 import type { MessagePort } from 'node:worker_threads';
-import { HostChannel, type CallMessage, type ChannelHandlers } from '../../src/pool/channel.js';
+import { HostChannel, nestingDepth, type CallMessage, type ChannelHandlers, type InputCaps } from '../../src/pool/channel.js';
 import { BRAND, type HostMessage } from '../../src/protocol.js';
 import type { ToolResult } from '../../src/types.js';
 
@@ -14,14 +14,18 @@ afterEach(() => {
 });
 
 /** A channel whose handlers are spies; `call` answers with the call's input unless overridden. */
-function setup(call: ChannelHandlers['call'] = (msg) => ({ ok: true, value: msg.input ?? null }), maxChars = 10_000) {
+function setup(
+  call: ChannelHandlers['call'] = (msg) => ({ ok: true, value: msg.input ?? null }),
+  maxChars = 10_000,
+  inputCaps: Partial<InputCaps> = {},
+) {
   const handlers = {
     call: vi.fn(call),
     log: vi.fn(),
     started: vi.fn(),
     dropped: vi.fn(),
   };
-  const channel = new HostChannel(handlers, maxChars);
+  const channel = new HostChannel(handlers, maxChars, inputCaps);
   open.push(channel);
   const results: Extract<HostMessage, { type: 'result' }>[] = [];
   channel.workerPort.on('message', (msg: HostMessage) => {
@@ -226,5 +230,45 @@ describe('HostChannel', () => {
     const got = new Promise<HostMessage>((resolve) => port.once('message', resolve));
     channel.abort('timeout');
     await expect(got).resolves.toEqual({ brand: BRAND, type: 'abort', reason: 'timeout' });
+  });
+
+  it('measures a call input itself and refuses one over the byte cap, whatever the worker claims', async () => {
+    const { port, handlers } = setup(undefined, 100_000, { bytes: 1_000 });
+    send(port, { ...callMsg(1, { text: 'x'.repeat(5_000) }), inputBytes: 10 });
+    send(port, callMsg(2, { text: 'short' }));
+    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(2), { timeout: 2_000, interval: 5 });
+    const [big, small] = handlers.call.mock.calls.map(([msg]) => msg);
+    expect(big).not.toHaveProperty('input');
+    expect(big?.inputError).toMatchObject({ kind: 'too_large' });
+    expect(small?.input).toEqual({ text: 'short' });
+    expect(small?.inputError).toBeUndefined();
+  });
+
+  it('refuses an input nested deeper than the depth cap, so nothing walks it recursively', async () => {
+    const { port, handlers } = setup(undefined, 1_000_000, { depth: 10 });
+    const deep = JSON.parse('['.repeat(11) + ']'.repeat(11)) as unknown;
+    const ok = JSON.parse('['.repeat(10) + ']'.repeat(10)) as unknown;
+    send(port, callMsg(1, { deep }));
+    send(port, callMsg(2, ok));
+    send(port, callMsg(3, { text: '[[[[[[[[[[[[[[[[[[[[[[' }));
+    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(3), { timeout: 2_000, interval: 5 });
+    const [first, second, third] = handlers.call.mock.calls.map(([msg]) => msg);
+    expect(first?.inputError).toMatchObject({ kind: 'too_deep' });
+    expect(first).not.toHaveProperty('input');
+    expect(second?.inputError).toBeUndefined();
+    expect(third?.inputError).toBeUndefined();
+  });
+});
+
+describe('nestingDepth', () => {
+  it('counts arrays and objects, ignores brackets in strings and escaped quotes', () => {
+    expect(nestingDepth('1', 99)).toBe(0);
+    expect(nestingDepth('{"a":[{"b":[]}]}', 99)).toBe(4);
+    expect(nestingDepth(String.raw`{"a":"[[[[\\"}`, 99)).toBe(1);
+    expect(nestingDepth(String.raw`{"a":"\"[[[","b":[]}`, 99)).toBe(2);
+  });
+
+  it('stops counting once past the limit', () => {
+    expect(nestingDepth('['.repeat(100_000), 5)).toBe(6);
   });
 });
