@@ -43,6 +43,15 @@ export const check = {
     const pass = output !== null && output.toLowerCase().includes(needle);
     return withMessage({ name, pass, expected: `contains ${JSON.stringify(String(expected))}`, actual: output }, message);
   },
+  /**
+   * Passes when the output states `expected` as a number of its own: "4" matches "There are 4."
+   * but not "14" or "2024". Thousands separators are ignored.
+   */
+  number(name: string, output: string | null, expected: number, message?: string): Check {
+    const numbers = (output ?? '').replace(/(\d),(?=\d{3}\b)/g, '$1').match(/-?\d+(?:\.\d+)?/g) ?? [];
+    const pass = numbers.some((n) => Number(n) === expected);
+    return withMessage({ name, pass, expected: `the number ${expected}`, actual: output }, message);
+  },
   /** Passes when the trace has a successful call to `toolName` (optionally matching `where`). */
   called(
     name: string,

@@ -6,7 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { SiloError, type SiloErrorCode } from './errors.js';
+import { describeModuleError, SiloError, type SiloErrorCode } from './errors.js';
 import { isTypeScript } from './paths.js';
 import { compileTool } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
@@ -46,15 +46,15 @@ export async function loadTasks(paths: readonly string[]): Promise<LoadedTask[]>
 }
 
 async function loadTaskFile(file: string): Promise<Task[]> {
-  if (!existsSync(file) || !statSync(file).isFile()) {
-    throw new SiloError('SILO_TASK_FILE_NOT_FOUND', `task file not found: ${file}`);
+  if (!existsSync(file)) throw new SiloError('SILO_TASK_FILE_NOT_FOUND', `task file not found: ${file}`);
+  if (!statSync(file).isFile()) {
+    throw new SiloError('SILO_TASK_FILE_NOT_FOUND', `${file} is a directory; \`silo run\` takes a task file (\`silo eval\` takes folders)`);
   }
   let mod: Record<string, unknown>;
   try {
     mod = await importUserModule(file);
   } catch (err) {
-    const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
-    throw new SiloError('SILO_TASK_LOAD_FAILED', `cannot load task file ${file}: ${message}`, { cause: err });
+    throw new SiloError('SILO_TASK_LOAD_FAILED', `cannot load task file ${file}: ${describeModuleError(err, file)}`, { cause: err });
   }
   const exported = mod.default;
   if (exported === undefined) {

@@ -50,6 +50,18 @@ export const LOG_MESSAGE_MAX_CHARS = 64 * 1024;
  */
 export const LOG_MAX_CHARS_PER_RUN = 16 * MiB;
 
+/** What each agent_log event costs against that budget besides its text. */
+export const LOG_EVENT_COST = 128;
+
+/** Rollouts an eval runs at once: agents mostly wait on models, so well above the core count. */
+export const DEFAULT_EVAL_CONCURRENCY = 32;
+
+/** Times an eval retries a run that failed for infrastructure reasons. */
+export const DEFAULT_RETRIES = 2;
+
+/** How often a running eval rewrites its summary.json and reports progress. */
+export const SUMMARY_WRITE_MS = 2_000;
+
 /** Where artifacts go when no `--out` is given. */
 export const DEFAULT_OUT_DIR = '.silo';
 

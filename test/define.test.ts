@@ -160,3 +160,15 @@ describe('check', () => {
     });
   });
 });
+
+describe('check.number', () => {
+  it('passes only for the number standing on its own', () => {
+    expect(check.number('n', 'There are 4 open tickets.', 4).pass).toBe(true);
+    expect(check.number('n', 'Four: 4.', 4).pass).toBe(true);
+    expect(check.number('n', 'As of 2024 there are 3 open tickets', 4).pass).toBe(false);
+    expect(check.number('n', 'There are 14.', 4).pass).toBe(false);
+    expect(check.number('n', 'Total 1,000 units', 1000).pass).toBe(true);
+    expect(check.number('n', 'It is 2.5 hours', 2.5).pass).toBe(true);
+    expect(check.number('n', null, 4).pass).toBe(false);
+  });
+});

@@ -1,8 +1,9 @@
 /** The `silo` command: commander wiring only; every command calls the programmatic API. */
 import { Command, CommanderError } from 'commander';
-import { SiloError } from '../errors.js';
+import { describeError, SiloError } from '../errors.js';
 import { SILO_VERSION } from '../paths.js';
 import { closeSharedPool } from '../pool/pool.js';
+import { registerEval } from './eval.js';
 import { registerLs } from './ls.js';
 import { registerRun } from './run.js';
 import { registerShow } from './show.js';
@@ -22,6 +23,7 @@ export function createProgram(): Command {
         'Start with: silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts',
     );
   registerRun(program);
+  registerEval(program);
   registerShow(program);
   registerTools(program);
   registerLs(program);
@@ -31,7 +33,8 @@ export function createProgram(): Command {
 
 /** Runs the CLI; resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  process.exitCode = 0;
+  // Commands set process.exitCode; left unset, a hang that empties the event loop shows as 13.
+  process.exitCode = undefined;
   try {
     await createProgram().parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
@@ -44,7 +47,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`silo: ${err.message}\n`);
       return 2;
     }
-    const message = err instanceof Error ? err.message : String(err);
+    const message = describeError(err);
     process.stderr.write(`silo: internal error: ${message}\n`);
     if (process.env.SILO_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
     else process.stderr.write('silo: set SILO_DEBUG=1 for the stack trace, and please report it\n');

@@ -5,6 +5,7 @@
  * after the agent returned can never be taken for one made before.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { describeError } from '../errors.js';
 import { MAX_INPUT_DEPTH } from '../options.js';
 import { BRAND, type HostMessage, type WorkerMessage } from '../protocol.js';
 import type { ToolResult } from '../types.js';
@@ -15,7 +16,8 @@ export type DoneMessage = Extract<WorkerMessage, { type: 'done' }>;
 export interface ChannelHandlers {
   /** A tool call; its result is sent back to the worker. */
   call(msg: CallMessage): Promise<ToolResult> | ToolResult;
-  log(msg: Extract<WorkerMessage, { type: 'log' }>): void;
+  /** An agent log; returns false once the run's log budget is spent (later logs are skipped unparsed). */
+  log(msg: Extract<WorkerMessage, { type: 'log' }>): boolean;
   started(): void;
   /** A message that broke the protocol (oversized, not JSON, unknown); it was dropped. */
   dropped(reason: string): void;
@@ -33,6 +35,8 @@ export class HostChannel {
   readonly #maxChars: number;
   readonly #inputCaps: InputCaps;
   #finished = false;
+  /** Set once the log budget is spent: log messages are then skipped before parsing. */
+  #skipLogs = false;
   /** Set by close(): calls still waiting their turn are dropped, never handled. */
   #closed = false;
   #queue: Promise<unknown> = Promise.resolve();
@@ -88,6 +92,8 @@ export class HostChannel {
 
   #receive(data: unknown, handlers: ChannelHandlers): void {
     if (this.#finished) return;
+    // A flood of logs costs one string comparison each once the budget is spent.
+    if (this.#skipLogs && typeof data === 'string' && data.startsWith(LOG_PREFIX)) return;
     const msg = this.#parse(data, handlers);
     if (!msg) return;
     switch (msg.type) {
@@ -100,7 +106,7 @@ export class HostChannel {
           } catch (err) {
             // A fault while handling a call must not become an unhandled rejection (which ends the
             // host); the agent still gets an answer, as a failed call.
-            const message = err instanceof Error ? err.message : String(err);
+            const message = describeError(err);
             result = { ok: false, error: { code: 'tool_error', message: `silo could not handle this call: ${message}` } };
           }
           this.#post({ brand: BRAND, type: 'result', id: msg.id, result });
@@ -110,7 +116,7 @@ export class HostChannel {
       }
       case 'log':
         try {
-          handlers.log(msg);
+          if (handlers.log(msg) === false) this.#skipLogs = true;
         } catch (err) {
           // Like a call, a log that cannot be recorded (data too deep to serialise, say) must not
           // throw out of this listener: that would end the host.
@@ -173,7 +179,10 @@ export class HostChannel {
       // text it received. The input is part of the message, so the message bounds it from above.
       const { bytes, depth } = this.#inputCaps;
       const size = data.length * 3 <= bytes ? 0 : Buffer.byteLength(data, 'utf8') - envelopeBytes(msg);
-      if (size > bytes) refuseInput(msg, { kind: 'too_large', message: `input is about ${size} bytes` });
+      if (size > bytes) {
+        refuseInput(msg, { kind: 'too_large', message: `input is about ${size} bytes` });
+        msg.inputBytes = size;
+      }
       // Too deep an input would overflow the stack of whatever walks it next (trace, diff, tool).
       else if (nestingDepth(data, depth + 1) > depth + 1) {
         refuseInput(msg, { kind: 'too_deep', message: `input nests deeper than ${depth} levels` });
@@ -226,6 +235,9 @@ export function nestingDepth(text: string, stopAt: number): number {
   }
   return max;
 }
+
+/** How the worker's log messages begin (JSON.stringify keeps key order). */
+const LOG_PREFIX = `{"brand":"${BRAND}","type":"log"`;
 
 const TYPES = new Set(['call', 'log', 'started', 'done']);
 

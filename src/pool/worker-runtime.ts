@@ -6,10 +6,11 @@
 import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '../protocol.js';
+import { LOG_BUDGET_NOTE, LogBudget } from '../rollout/logs.js';
 import { captureOutput } from '../rollout/output.js';
-import { toErrorInfo } from '../errors.js';
+import { describeModuleError, toErrorInfo } from '../errors.js';
 import { isTypeScript } from '../paths.js';
-import type { AgentArgs, ErrorInfo, ToolResult } from '../types.js';
+import type { AgentArgs, ToolResult } from '../types.js';
 
 type Send = (msg: WorkerMessage) => void;
 
@@ -54,7 +55,14 @@ async function runOnce(task: WorkerTask): Promise<void> {
     }
   });
 
-  captureConsole(send);
+  // The same budget the host enforces: an agent that logs in a loop stops sending here.
+  const logs = new LogBudget();
+  const sendLog: Send = (msg) => {
+    if (msg.type !== 'log' || logs.spent) return;
+    if (logs.take(msg.message.length)) send(msg);
+    else send({ brand: BRAND, type: 'log', message: LOG_BUDGET_NOTE, stream: 'stderr' });
+  };
+  captureConsole(sendLog);
   // The wall clock starts now, so an agent module that never finishes loading also times out.
   send({ brand: BRAND, type: 'started' });
 
@@ -70,7 +78,7 @@ async function runOnce(task: WorkerTask): Promise<void> {
   const log = (message: unknown, data?: unknown): void => {
     const msg: WorkerMessage = { brand: BRAND, type: 'log', message: String(message) };
     if (data !== undefined) msg.data = jsonSafe(data);
-    send(msg);
+    sendLog(msg);
   };
 
   const done = (msg: Omit<Extract<WorkerMessage, { type: 'done' }>, 'brand' | 'type'>): void => {
@@ -80,18 +88,20 @@ async function runOnce(task: WorkerTask): Promise<void> {
 
   let agent: unknown;
   try {
-    const mod = (await importAgent(task.agentPath)) as { default?: unknown };
+    const mod = (await importAgent(task.agentPath, !task.exitAfter)) as { default?: unknown };
     agent = mod.default;
     if (typeof agent !== 'function') {
       throw Object.assign(
         new Error(
-          `${task.agentPath} has no default-export function; export one: \`export default async function agent({ instruction, tools, callTool, signal, log }) { ... }\``,
+          `it has no default-export function; export one: \`export default async function agent({ instruction, tools, callTool, signal, log }) { ... }\``,
         ),
         { code: 'agent_load_error' },
       );
     }
   } catch (err) {
-    done({ outcome: 'load_error', output: null, outputTruncated: false, error: describeThrown(err, 'agent_load_error') });
+    const info = toErrorInfo(err, 'agent_load_error');
+    const error = { ...info, message: `cannot load ${task.agentPath}: ${describeModuleError(err, task.agentPath)}` };
+    done({ outcome: 'load_error', output: null, outputTruncated: false, error });
     return;
   }
 
@@ -112,7 +122,7 @@ async function runOnce(task: WorkerTask): Promise<void> {
       ...(captured.error === undefined ? {} : { outputError: captured.error }),
     });
   } catch (err) {
-    done({ outcome: 'threw', output: null, outputTruncated: false, error: describeThrown(err, 'agent_threw') });
+    done({ outcome: 'threw', output: null, outputTruncated: false, error: toErrorInfo(err, 'agent_threw') });
   }
 }
 
@@ -132,17 +142,6 @@ function finish(task: WorkerTask): Promise<void> | void {
   task.port.close();
 }
 
-/** The data form of what the agent threw; never throws, whatever the value's toString does. */
-function describeThrown(err: unknown, code: string): ErrorInfo {
-  try {
-    const info = toErrorInfo(err, code);
-    const out: ErrorInfo = { code: String(info.code), message: String(info.message) };
-    if (info.stack !== undefined) out.stack = String(info.stack);
-    return out;
-  } catch {
-    return { code, message: 'the agent threw a value that cannot be described (converting it to text threw)' };
-  }
-}
 
 /** Encodes a call as JSON text now, so later changes to the input (or shared memory) cannot reach the host. */
 function encodeCall(id: number, name: string, input: unknown, maxBytes: number): WorkerMessage {
@@ -197,13 +196,19 @@ export async function prepareWorker(data: unknown): Promise<void> {
   }
 }
 
-async function importAgent(path: string): Promise<unknown> {
+let instances = 0;
+
+/** `fresh`: a new module instance even if this thread loaded the agent before (reused workers). */
+async function importAgent(path: string, fresh: boolean): Promise<unknown> {
+  const url = pathToFileURL(path);
+  // Modules are cached by URL; a query makes a new one (its own imports stay shared).
+  if (fresh) url.searchParams.set('silo-instance', String(++instances));
   if (isTypeScript(path) && !typescriptReady) {
     // A JavaScript worker given a TypeScript agent still loads it, paying for tsx now.
     const { tsImport } = await import('tsx/esm/api');
-    return tsImport(pathToFileURL(path).href, import.meta.url);
+    return tsImport(url.href, import.meta.url);
   }
-  return import(pathToFileURL(path).href);
+  return import(url.href);
 }
 
 function jsonSafe(value: unknown): unknown {

@@ -6,13 +6,15 @@
 import { performance } from 'node:perf_hooks';
 import { HostChannel, type DoneMessage } from '../pool/channel.js';
 import type { AgentPool } from '../pool/pool.js';
-import { INFLIGHT_SETTLE_MS, LOG_MAX_CHARS_PER_RUN, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
+import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
+import { LOG_BUDGET_NOTE, LogBudget } from './logs.js';
 import type { ErrorInfo, Limits, Termination } from '../types.js';
 import { createCallPath } from './call.js';
 import { LimitGuard } from './limits.js';
 import { capText } from './output.js';
 import type { Toolbox } from './tools.js';
 import { round, type Trace } from './trace.js';
+import { TIMED_OUT, within } from '../time.js';
 
 export interface AgentPhaseOptions {
   pool: AgentPool;
@@ -51,13 +53,11 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   });
   const calls = createCallPath(guard, opts.toolbox, trace);
   // Logs are kept up to a budget per run; past it they are dropped, with one note in the trace.
-  let logChars = 0;
+  const logs = new LogBudget();
   const keepLog = (chars: number): boolean => {
-    if (logChars > LOG_MAX_CHARS_PER_RUN) return false;
-    logChars += chars;
-    if (logChars <= LOG_MAX_CHARS_PER_RUN) return true;
-    const message = `silo: the agent's logs passed ${LOG_MAX_CHARS_PER_RUN} characters; later logs are dropped`;
-    trace.add({ type: 'agent_log', message, stream: 'stderr' });
+    if (logs.spent) return false;
+    if (logs.take(chars)) return true;
+    trace.add({ type: 'agent_log', message: LOG_BUDGET_NOTE, stream: 'stderr' });
     return false;
   };
   // JSON escaping can make text up to 6× longer than its bytes (\u0000), hence the factor.
@@ -67,13 +67,14 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
       call: (msg) => calls.handle(msg),
       log: (msg) => {
         const message = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}… (truncated)` : msg.message;
-        if (!keepLog(message.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return;
+        if (!keepLog(message.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return false;
         trace.add({
           type: 'agent_log',
           message,
           ...(msg.data === undefined ? {} : { data: msg.data }),
           ...(msg.stream === undefined ? {} : { stream: msg.stream }),
         });
+        return true;
       },
       started: () => {
         startedAt ??= performance.now();
@@ -103,19 +104,18 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   let done = await Promise.race([channel.done, exit.then(() => undefined)]);
   const endedAt = performance.now();
   if (done === undefined) {
-    await Promise.race([channel.closed, sleep(PORT_DRAIN_MS)]);
+    await within(channel.closed, PORT_DRAIN_MS);
     done = await Promise.race([channel.done, Promise.resolve(null)]);
   }
   // A worker that reported but does not leave on its own is terminated.
-  const exited = await Promise.race([exit, sleep(limits.graceMs).then(() => null)]);
-  if (exited === null) terminate.abort('the worker did not exit after the agent finished');
+  if ((await within(exit, limits.graceMs)) === TIMED_OUT) terminate.abort('the worker did not exit after the agent finished');
   const exitInfo = await exit;
 
   guard.stop();
   clearTimeout(graceTimer);
   opts.signal?.removeEventListener('abort', onCancel);
   // Calls taken before the end still finish, so the world is final before it is diffed.
-  await Promise.race([channel.settle(), sleep(INFLIGHT_SETTLE_MS)]);
+  await within(channel.settle(), INFLIGHT_SETTLE_MS);
   channel.close();
 
   const base = {
@@ -176,8 +176,4 @@ function capError(error: ErrorInfo | undefined, code: string): ErrorInfo {
   const out: ErrorInfo = { code: typeof error?.code === 'string' ? error.code : code, message };
   if (typeof error?.stack === 'string') out.stack = error.stack.slice(0, LOG_MESSAGE_MAX_CHARS);
   return out;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

@@ -32,25 +32,22 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
       return round(toolTimeMs);
     },
     async handle(msg) {
-      const refusal = guard.admit();
-      if (refusal) {
-        // Refused calls run nothing; the first is recorded, all are counted.
-        if (!refusalRecorded) {
-          refusalRecorded = true;
-          const problem = msg.inputError;
-          record(msg.name, problem ? { omitted: describeProblem(problem) } : (msg.input ?? null), refusal, 0);
-        }
-        return refusal;
-      }
       // Set by the worker or, for inputs it did not measure honestly, by the host's channel.
       const { inputError } = msg;
+      const oversized = inputError?.kind === 'too_large';
+      const refusal = guard.admit(oversized ? { bytes: Number(msg.inputBytes) || 0 } : undefined);
+      if (refusal) {
+        // Refused calls run nothing and are counted. After a limit fired only the first is
+        // recorded (a flood stays one line); each oversized input is recorded, without it.
+        if (oversized || !refusalRecorded) {
+          record(msg.name, inputError ? { omitted: describeProblem(inputError) } : (msg.input ?? null), refusal, 0);
+        }
+        if (!oversized) refusalRecorded = true;
+        return refusal;
+      }
       if (inputError) {
-        const { kind } = inputError;
         const message = describeProblem(inputError);
-        const result: ToolResult =
-          kind === 'too_large'
-            ? { ok: false, error: { code: 'limit_exceeded', message: `call refused: ${message}, over maxMessageBytes`, limit: 'maxMessageBytes' } }
-            : { ok: false, error: { code: 'invalid_input', message: `invalid input for ${msg.name}: ${message}` } };
+        const result: ToolResult = { ok: false, error: { code: 'invalid_input', message: `invalid input for ${msg.name}: ${message}` } };
         record(msg.name, { omitted: message }, result, 0);
         return result;
       }

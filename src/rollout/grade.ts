@@ -8,6 +8,8 @@ import type { Check, Task, VerifyArgs } from '../types.js';
 import type { Change } from './diff.js';
 import { mayChangeCheck } from './may-change.js';
 import { toJsonLine } from './trace.js';
+import { describeError } from '../errors.js';
+import { TIMED_OUT, within } from '../time.js';
 
 export type Grade =
   | { status: 'passed' | 'failed'; score: number; checks: Check[] }
@@ -16,12 +18,11 @@ export type Grade =
 export async function grade(task: Task, args: VerifyArgs, changes: readonly Change[], timeoutMs = VERIFIER_TIMEOUT_MS): Promise<Grade> {
   let returned: unknown;
   try {
-    returned = await withTimeout(Promise.resolve().then(() => task.verify(args)), timeoutMs);
+    returned = await within(Promise.resolve().then(() => task.verify(args)), timeoutMs);
   } catch (err) {
-    if (err === TIMED_OUT) return verifierError(`the verifier of ${task.id} did not finish within ${timeoutMs} ms`);
-    const message = err instanceof Error ? err.message : String(err);
-    return verifierError(`the verifier of ${task.id} threw: ${message}`);
+    return verifierError(`the verifier of ${task.id} threw: ${describeError(err)}`);
   }
+  if (returned === TIMED_OUT) return verifierError(`the verifier of ${task.id} did not finish within ${timeoutMs} ms`);
   const problem = checkShape(returned);
   if (problem) return verifierError(`the verifier of ${task.id} ${problem}`);
   const checks = (returned as Check[]).map(compactCheck);
@@ -58,19 +59,4 @@ function compactValue(value: unknown): unknown {
   const text = toJsonLine(value) ?? 'null';
   if (text.length <= CHECK_VALUE_MAX_CHARS) return JSON.parse(text) as unknown;
   return `${text.slice(0, CHECK_VALUE_MAX_CHARS)}… (truncated, ${text.length} chars)`;
-}
-
-/** What withTimeout rejects with, so that a hang is not reported as something the verifier threw. */
-const TIMED_OUT = Symbol('timed out');
-
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(TIMED_OUT), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

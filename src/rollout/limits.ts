@@ -38,12 +38,20 @@ export class LimitGuard {
     );
   }
 
-  /** The abort/limit check of the tool-call path: a refusal, or null when the call may go on. */
-  admit(): ToolResult | null {
+  /**
+   * The abort/limit check of the tool-call path: a refusal, or null when the call may go on.
+   * `oversized` (an input over maxMessageBytes) refuses this one call; the run goes on.
+   */
+  admit(oversized?: { bytes: number }): ToolResult | null {
     if (this.fired) {
       this.refusedCalls++;
       const code = this.fired.termination === 'tool_call_limit' ? 'limit_exceeded' : 'aborted';
       return { ok: false, error: { code, message: `call refused: ${this.fired.reason}`, limit: this.fired.limit } };
+    }
+    if (oversized) {
+      this.refusedCalls++;
+      const message = `call refused: its input is about ${oversized.bytes} bytes, over maxMessageBytes (${this.#limits.maxMessageBytes})`;
+      return { ok: false, error: { code: 'limit_exceeded', message, limit: 'maxMessageBytes' } };
     }
     if (this.toolCalls >= this.#limits.maxToolCalls) {
       this.refusedCalls++;

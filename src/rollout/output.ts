@@ -3,6 +3,7 @@
  * anything else as JSON; capped at maxOutputBytes UTF-8 bytes. Used in the worker (first cut)
  * and again by the host (which trusts nothing the worker sends).
  */
+import { describeError } from '../errors.js';
 
 export interface CapturedOutput {
   output: string | null;
@@ -19,7 +20,7 @@ export function captureOutput(value: unknown, maxBytes: number): CapturedOutput 
   try {
     text = JSON.stringify(value);
   } catch (err) {
-    return { output: null, truncated: false, error: `the returned value cannot be serialised as JSON: ${describe(err)}` };
+    return { output: null, truncated: false, error: `the returned value cannot be serialised as JSON: ${describeError(err)}` };
   }
   if (text === undefined) {
     return { output: null, truncated: false, error: `the returned value (${typeof value}) has no JSON form` };
@@ -38,13 +39,4 @@ export function capText(text: string, maxBytes: number): CapturedOutput {
   // Step back over continuation bytes (10xxxxxx) so a multi-byte character is not split.
   while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
   return { output: bytes.subarray(0, end).toString('utf8'), truncated: true };
-}
-
-function describe(err: unknown): string {
-  try {
-    return err instanceof Error ? String(err.message) : String(err);
-  } catch {
-    // The value threw something whose own conversion to text throws.
-    return 'a value that cannot be described was thrown';
-  }
 }

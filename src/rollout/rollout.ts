@@ -175,8 +175,11 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
 function resolveAgent(agent: string): string {
   if (typeof agent !== 'string' || agent === '') throw new SiloError('SILO_USAGE', 'an agent is needed: --agent <file>');
   const path = resolve(agent);
-  if (!existsSync(path) || !statSync(path).isFile()) {
+  if (!existsSync(path)) {
     throw new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${path}; pass the path of a module that default-exports the agent function`);
+  }
+  if (!statSync(path).isFile()) {
+    throw new SiloError('SILO_AGENT_NOT_FOUND', `${path} is a directory; pass the agent's module file`);
   }
   return path;
 }

@@ -3,7 +3,9 @@
  * PRNG, simulated clock) that createState and every tool receive.
  */
 import { createHash } from 'node:crypto';
-import { DEFAULT_CLOCK_START } from '../options.js';
+import { describeError } from '../errors.js';
+import { CREATE_STATE_TIMEOUT_MS, DEFAULT_CLOCK_START } from '../options.js';
+import { TIMED_OUT, within } from '../time.js';
 import type { Environment, WorldContext } from '../types.js';
 
 /** Raised when the world cannot be built; the run ends `not_started` with an `environment_error`. */
@@ -55,13 +57,17 @@ export function createContext(seed: number, clockStart: string | number | undefi
 }
 
 /** Steps 1–2: createState with the freshness guard, then the snapshot. */
-export async function buildWorld<State>(environment: Environment<State>, seed: number): Promise<World<State>> {
+export async function buildWorld<State>(
+  environment: Environment<State>,
+  seed: number,
+  timeoutMs = CREATE_STATE_TIMEOUT_MS,
+): Promise<World<State>> {
   const ctx = createContext(seed, environment.clockStart);
-  const state = await callCreateState(environment, ctx);
+  const state = await callCreateState(environment, ctx, timeoutMs);
   if (!probed.has(environment)) {
     // The first rollout of an environment in this process asks for a second world: a
     // createState that hands out one cached object (an imported JSON module, say) shows here.
-    const other = await callCreateState(environment, createContext(seed, environment.clockStart));
+    const other = await callCreateState(environment, createContext(seed, environment.clockStart), timeoutMs);
     if (other === state) throw staleWorld(environment.name);
     probed.add(environment);
   }
@@ -79,12 +85,15 @@ export async function buildWorld<State>(environment: Environment<State>, seed: n
   return { state, initial, ctx, worldHash: hashWorld(initial) };
 }
 
-async function callCreateState<State>(environment: Environment<State>, ctx: WorldContext): Promise<State> {
-  let state: State;
+async function callCreateState<State>(environment: Environment<State>, ctx: WorldContext, timeoutMs: number): Promise<State> {
+  let state: State | typeof TIMED_OUT;
   try {
-    state = await environment.createState(ctx);
+    state = await within(Promise.resolve().then(() => environment.createState(ctx)), timeoutMs);
   } catch (err) {
-    throw new EnvironmentError(`${environment.name}.createState() threw: ${(err as Error)?.message ?? String(err)}`);
+    throw new EnvironmentError(`${environment.name}.createState() threw: ${describeError(err)}`);
+  }
+  if (state === TIMED_OUT) {
+    throw new EnvironmentError(`${environment.name}.createState() did not finish within ${timeoutMs} ms`);
   }
   if (typeof state !== 'object' || state === null) {
     throw new EnvironmentError(`${environment.name}.createState() must return an object (got ${state === null ? 'null' : typeof state})`);

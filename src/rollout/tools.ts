@@ -2,6 +2,7 @@
  * Step 3: bind the tools to the live world. A bound toolbox runs the part of the tool-call path
  * that touches the world: lookup → validation → run → clone. Every failure is a ToolResult.
  */
+import { describeError } from '../errors.js';
 import type { Environment, Tool, ToolResult, ToolSchema, WorldContext } from '../types.js';
 import { compileTool, validateInput } from './validate.js';
 import { nearestFirst } from './similar.js';
@@ -44,13 +45,13 @@ export function bindTools<State>(environment: Environment<State>, state: State, 
       try {
         value = await tool.run(state, input, ctx);
       } catch (err) {
-        return fail('tool_error', err instanceof Error ? err.message : `${name} failed: ${String(err)}`);
+        return fail('tool_error', err instanceof Error ? describeError(err) : `${name} failed: ${describeError(err)}`);
       }
       try {
         // The agent gets a copy: nothing it does with the value can reach back into the world.
         return { ok: true, value: value === undefined ? null : structuredClone(value) };
       } catch (err) {
-        return fail('tool_error', `${name} returned a value that cannot be cloned (${(err as Error).message}); tools must return plain data`);
+        return fail('tool_error', `${name} returned a value that cannot be cloned (${describeError(err)}); tools must return plain data`);
       }
     },
   };

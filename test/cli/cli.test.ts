@@ -90,6 +90,24 @@ describe('silo run', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 
+  it('exits 2 with the location for a TypeScript task file with a syntax error', async () => {
+    const file = join(out.dir, 'syntax.tasks.ts');
+    writeFileSync(file, 'const broken: number = ;\nexport default [];\n');
+    const r = await silo('run', file, '--agent', SOLVER);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/cannot load task file .*syntax\.tasks\.ts: syntax error: .*syntax\.tasks\.ts:1:\d+: ERROR/);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('says so when a task file or agent path is a directory', async () => {
+    const dirTask = await silo('run', 'fixtures/helpdesk', '--agent', SOLVER);
+    expect(dirTask.code).toBe(2);
+    expect(dirTask.stderr).toMatch(/is a directory; `silo run` takes a task file/);
+    const dirAgent = await silo('run', TASKS, '--agent', 'fixtures/agents');
+    expect(dirAgent.code).toBe(2);
+    expect(dirAgent.stderr).toMatch(/agents is a directory/);
+  });
+
   it('records an agent without a default export as an error run (exit 1), not a usage error', async () => {
     const r = await silo('run', TASKS, '--agent', 'fixtures/agents/hostile/no-default-export.ts', '--task', 'helpdesk/close-ticket', '--out', out.dir);
     expect(r.code).toBe(1);

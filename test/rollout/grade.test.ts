@@ -145,3 +145,11 @@ describe('compactCheck', () => {
     expect(compactCheck({ name: 'a', pass: true, extra: 1 } as Check)).toEqual({ name: 'a', pass: true });
   });
 });
+
+describe('a verifier that rejects with a value that is not an Error', () => {
+  it('is a verifier_error, not an internal error', async () => {
+    const g = await grade(task(() => Promise.reject(Object.create(null))), args, []);
+    expect(g.status).toBe('error');
+    expect(g.status === 'error' && g.error.code).toBe('verifier_error');
+  });
+});

@@ -134,7 +134,7 @@ describe('output an agent returns', () => {
   it.each([
     ['a BigInt', 'returns-bigint', /BigInt/],
     ['a circular object', 'returns-circular', /circular/i],
-    ['a toJSON that throws something unprintable', 'returns-unprintable', /cannot be described/],
+    ['a toJSON that throws something unprintable', 'returns-unprintable', /cannot be serialised as JSON/],
   ])('records output that holds %s as null, says why, and grades the run', async (_what, agent, reason) => {
     const world = testWorld();
     const run = await roll(world, hostile(agent));
@@ -360,7 +360,7 @@ describe("the agent's surroundings", () => {
     expect(run.result.termination).toBe('timeout');
     expectGraded(world, run, 'failed');
     const logs = eventsOf(run.files.trace, 'agent_log');
-    expect(logs.at(-1)?.message).toMatch(/^silo: the agent's logs passed \d+ characters; later logs are dropped$/);
+    expect(logs.at(-1)?.message).toMatch(/^silo: the agent's logs passed the per-run budget \(\d+ characters, \d+ per event\); later logs are dropped$/);
     const kept = logs.reduce((sum, e) => sum + e.message.length, 0);
     expect(kept).toBeLessThanOrEqual(LOG_MAX_CHARS_PER_RUN + 1000);
     expect(statSync(join(run.result.runDir, 'trace.jsonl')).size).toBeLessThan(LOG_MAX_CHARS_PER_RUN + 1024 * 1024);

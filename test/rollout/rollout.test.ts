@@ -170,3 +170,48 @@ describe('agents', () => {
     expect(readRunFiles(r.runDir).run.status).toBe('error');
   });
 });
+
+describe('hangs and floods', () => {
+  it('finishes and writes every artifact when a tool never settles', async () => {
+    const hang = defineTool({
+      name: 'hang',
+      description: 'Never answers.',
+      inputSchema: { type: 'object', properties: {} } as const,
+      run: () => new Promise<never>(() => {}),
+    });
+    const world = testWorld({ instruction: 'hang', tools: [hang], limits: { timeoutMs: 500, graceMs: 100 } });
+    const r = await runRollout({ task: world.task, agent: 'fixtures/agents/call-once.mjs', outDir: out.dir });
+    expect(r.termination).toBe('timeout');
+    expect(r.status).toBe('failed');
+    const files = readRunFiles(r.runDir);
+    expect(files.run.status).toBe('failed');
+    expect(files.result.termination).toBe('timeout');
+  });
+
+  it('charges every log event against the budget, so a flood of empty lines stays bounded', async () => {
+    const world = testWorld({ limits: { timeoutMs: 1_500, graceMs: 200 } });
+    const r = await runRollout({ task: world.task, agent: 'fixtures/agents/hostile/logs-empty-flood.mjs', outDir: out.dir });
+    const { trace } = readRunFiles(r.runDir);
+    const logs = eventsOf(trace, 'agent_log');
+    // 16 MiB at 128 characters an event is at most 131,072 events.
+    expect(logs.length).toBeLessThanOrEqual(131_073);
+    expect(logs.at(-1)?.message).toMatch(/per-run budget/);
+    expect(r.termination).toBe('timeout');
+    const fired = eventsOf(trace, 'limit_exceeded')[0];
+    // The timeout fires close to its time even under the flood (generous bound).
+    expect(fired?.t).toBeLessThan(1_500 + 1_000);
+  });
+});
+
+describe('call counters', () => {
+  it('counts an input over maxMessageBytes as refused, not as a call that reached a tool', async () => {
+    const world = testWorld({ limits: { maxMessageBytes: 1_024 } });
+    const r = await runRollout({ task: world.task, agent: 'fixtures/agents/hostile/huge-input.ts', outDir: out.dir });
+    const { run, trace } = readRunFiles(r.runDir);
+    const results = eventsOf(trace, 'tool_result');
+    const refused = results.filter((e) => !e.ok && e.error.code === 'limit_exceeded');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(run.refusedCalls).toBe(refused.length);
+    expect(run.toolCalls).toBe(results.length - refused.length);
+  });
+});

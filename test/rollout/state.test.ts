@@ -173,3 +173,12 @@ describe('createContext', () => {
     expect([ctx.random(), ctx.random()]).toEqual([random(), random()]);
   });
 });
+
+describe('buildWorld with a createState that never settles', () => {
+  it('gives up after its time limit with an EnvironmentError that says so', async () => {
+    const { buildWorld: build, EnvironmentError: EnvError } = await import('../../src/rollout/state.js');
+    const env = { name: 'stuck', createState: () => new Promise<never>(() => {}), tools: [] };
+    await expect(build(env, 1, 50)).rejects.toThrow(EnvError);
+    await expect(build(env, 1, 50)).rejects.toThrow(/did not finish within 50 ms/);
+  });
+});

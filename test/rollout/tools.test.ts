@@ -129,3 +129,19 @@ describe('toolSchemas', () => {
     expect(bindTools(env, {}, createContext(1, undefined)).schemas).toEqual([schema]);
   });
 });
+
+describe('a tool that throws something that is not an Error', () => {
+  it('still answers tool_error, even for a value that cannot be turned into text', async () => {
+    const weird = Object.create(null) as object;
+    const env = environment({ n: 0 }, [
+      tool('weird', { type: 'object', properties: {} }, () => {
+        throw weird;
+      }),
+    ]);
+    const box = bindTools(env, { n: 0 }, createContext(1, undefined));
+    const result = await box.call('weird', {});
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.error.code).toBe('tool_error');
+    expect(!result.ok && result.error.message).toMatch(/weird failed: .*cannot be turned into text/);
+  });
+});

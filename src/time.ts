@@ -1,0 +1,27 @@
+/** Waiting with a bound. The timers are cleared as soon as the awaited promise settles. */
+
+/** Marks a wait that ran out of time. */
+export const TIMED_OUT: unique symbol = Symbol('timed out');
+
+/**
+ * Resolves with the promise's value, or with TIMED_OUT after `ms`. The timer keeps the process
+ * alive while it waits (a rollout in progress must never let Node exit under it).
+ */
+export async function within<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Like within(), but rejects with `Error(message)` when the time runs out. */
+export async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  const value = await within(promise, ms);
+  if (value === TIMED_OUT) throw new Error(message);
+  return value;
+}
