@@ -4,6 +4,8 @@ export { SiloError } from './errors.js';
 export type { SiloErrorCode } from './errors.js';
 export { runRollout } from './rollout/rollout.js';
 export type { RolloutOptions } from './rollout/rollout.js';
+export { runEval } from './eval/run-eval.js';
+export type { EvalOptions, EvalProgress } from './eval/run-eval.js';
 export { loadTasks } from './load.js';
 export type { LoadedTask } from './load.js';
 export { DEFAULT_LIMITS } from './options.js';

@@ -228,3 +228,77 @@ export interface RunResult {
   durationMs: number;
   toolCalls: number;
 }
+
+/** Per-task statistics of an eval (summary.json `tasks`). */
+export interface TaskStats {
+  taskId: string;
+  /** Finished runs of this task (graded or error). */
+  trials: number;
+  passed: number;
+  failed: number;
+  /** Runs with no grade (status error); excluded from n. */
+  errors: number;
+  /** passed / graded runs; null when none was graded. */
+  passRate: number | null;
+  /** Keyed by k: every power of two up to the trial count, and the count itself. */
+  passAtK: Record<string, number | null>;
+  passHatK: Record<string, number | null>;
+  meanScore: number | null;
+  p50Ms: number | null;
+  p95Ms: number | null;
+  /** The task both passed and failed. */
+  flaky: boolean;
+}
+
+/** What an eval was asked to do; stored so that `--resume` can do the same. */
+export interface EvalOptionsRecord {
+  taskFiles: string[];
+  agent: string;
+  trials: number;
+  task: string[];
+  tag: string[];
+  limits: Partial<Limits>;
+  retries: number;
+  reuseWorkers: boolean;
+}
+
+/** `.silo/evals/<evalId>/summary.json` */
+export interface EvalSummary {
+  version: 1;
+  evalId: string;
+  status: 'running' | 'completed' | 'cancelled' | 'error';
+  startedAt: string;
+  finishedAt: string | null;
+  durationMs: number | null;
+  agent: string;
+  /** The k asked for. */
+  trials: number;
+  options: EvalOptionsRecord;
+  tasks: TaskStats[];
+  totals: {
+    runs: number;
+    passed: number;
+    failed: number;
+    errors: number;
+    /** Infrastructure retries (crashed workers, internal errors), counted apart from trials. */
+    retries: number;
+    passRate: number | null;
+    passRateCi95: [number, number] | null;
+  };
+}
+
+/** One line of `.silo/evals/<evalId>/runs.jsonl`: a run that ended, as the eval saw it. */
+export interface EvalRunLine {
+  runId: string;
+  taskId: string;
+  trial: number;
+  status: Exclude<RunStatus, 'running'>;
+  score: number | null;
+  termination: Termination;
+  durationMs: number;
+  /** The run hit an infrastructure failure and was run again; it does not count. */
+  retried?: boolean;
+  /** Failed checks (name and message), for reporters. */
+  failed?: { name: string; message?: string }[];
+  error?: ErrorInfo;
+}

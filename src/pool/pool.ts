@@ -28,6 +28,12 @@ export interface AgentPoolOptions {
   maxThreads?: number;
   /** Workers kept warm, ready for the next rollout. */
   minThreads?: number;
+  /**
+   * Reuse workers across rollouts (a fresh agent module instance each time). Faster, but what
+   * an agent leaves in its thread (globals, patched built-ins) reaches later rollouts: trusted
+   * agents only.
+   */
+  reuse?: boolean;
 }
 
 /** Runs agents in isolated, single-use worker threads. */
@@ -38,7 +44,11 @@ export class AgentPool {
 
   constructor(options: AgentPoolOptions = {}) {
     const maxThreads = options.maxThreads ?? 64;
-    this.#options = { maxThreads, minThreads: Math.min(options.minThreads ?? DEFAULT_WARM_WORKERS, maxThreads) };
+    this.#options = {
+      maxThreads,
+      minThreads: Math.min(options.minThreads ?? DEFAULT_WARM_WORKERS, maxThreads),
+      reuse: options.reuse ?? false,
+    };
   }
 
   /**
@@ -51,10 +61,10 @@ export class AgentPool {
     memoryMb: number,
     terminate: AbortSignal,
   ): Promise<WorkerExit> {
-    const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: true };
+    const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
     try {
       await this.#pool(memoryMb, isTypeScript(task.agentPath)).run(message, { transferList: [port], signal: terminate });
-      return { kind: 'exited', message: 'worker finished' };
+      return { kind: 'exited', message: 'the worker finished its task' };
     } catch (err) {
       const e = err as { code?: unknown; name?: unknown; message?: unknown };
       const text = String(e.message ?? err);

@@ -1,0 +1,128 @@
+/** `silo eval`: every task × k trials in parallel, with progress, a report and an exit code. */
+import { Option, type Command } from 'commander';
+import { writeFileSync } from 'node:fs';
+import { SiloError } from '../errors.js';
+import { progressPrinter } from '../eval/progress.js';
+import { junitReport, REPORTERS, tableReport, type ReporterName } from '../eval/reporters.js';
+import { runEval } from '../eval/run-eval.js';
+import { EvalStore } from '../eval/store.js';
+import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RETRIES } from '../options.js';
+import type { EvalSummary, Limits } from '../types.js';
+import { collect, integer } from './options.js';
+import { onInterrupt } from './signals.js';
+import { createStyle } from './style.js';
+
+interface EvalFlags {
+  agent?: string;
+  trials: number;
+  concurrency: number;
+  task?: string[];
+  tag?: string[];
+  reporter: ReporterName;
+  output?: string;
+  resume?: string;
+  minPassRate?: number;
+  retries: number;
+  reuseWorkers?: boolean;
+  timeout?: number;
+  maxToolCalls?: number;
+  memory?: number;
+  out: string;
+}
+
+export function registerEval(program: Command): void {
+  program
+    .command('eval')
+    .description('run every selected task k times in parallel and report pass rates, pass@k and pass^k')
+    .argument('[paths...]', 'task files, or folders holding tasks.*, *.task.* or *.tasks.* files')
+    .option('-a, --agent <file>', 'the agent module (default-exports the agent function)')
+    .option('-k, --trials <k>', 'trials per task', integer(1), 1)
+    .option('-c, --concurrency <n>', 'rollouts at once (agents mostly wait on models)', integer(1), DEFAULT_EVAL_CONCURRENCY)
+    .option('-t, --task <id>', 'only tasks with this id or glob, e.g. "retail/test/*" (repeatable)', collect)
+    .option('--tag <tag>', 'only tasks with this tag (repeatable; ANDed with --task)', collect)
+    .addOption(new Option('-r, --reporter <name>', 'report format').choices(REPORTERS).default('default'))
+    .option('--output <file>', 'write the report to a file instead of stdout')
+    .option('--resume <evalId>', 'continue an eval: same options, only the runs not yet finished')
+    .option('--min-pass-rate <r>', 'exit 0 when the pass rate reaches r (0..1), even if some runs failed', rate)
+    .option('--retries <n>', 'retries of a run lost to infrastructure (crashed worker, internal error)', integer(0), DEFAULT_RETRIES)
+    .option('--reuse-workers', 'reuse warm workers across rollouts (faster; trusted agents only: globals leak)')
+    .option('--timeout <ms>', 'wall-clock limit per rollout, ms', integer(1))
+    .option('--max-tool-calls <n>', 'tool calls allowed per rollout', integer(0))
+    .option('--memory <mb>', 'heap limit of each agent worker, MiB', integer(16))
+    .option('-o, --out <dir>', 'artifact folder: <dir>/runs/ and <dir>/evals/<evalId>/', '.silo')
+    .addHelpText(
+      'after',
+      '\nProgress goes to stderr, the report to stdout (or --output). Ctrl-C stops cleanly (exit 130);\n' +
+        'a second Ctrl-C exits at once. Exit codes: 0 all passed (or --min-pass-rate reached), 1 otherwise,\n' +
+        '2 usage or set-up error.\n' +
+        'Example:\n  silo eval fixtures/helpdesk --agent fixtures/agents/helpdesk-solver.ts --trials 4',
+    )
+    .action(async (paths: string[], flags: EvalFlags) => {
+      process.exitCode = await evalCommand(paths, flags);
+    });
+}
+
+function rate(value: string): number {
+  const n = Number(value);
+  if (!(n >= 0 && n <= 1)) throw new SiloError('SILO_USAGE', `--min-pass-rate takes a number from 0 to 1 (got '${value}')`);
+  return n;
+}
+
+async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
+  if (flags.resume === undefined) {
+    if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files or folders, e.g. `silo eval fixtures/helpdesk --agent my-agent.ts`');
+    if (!flags.agent) throw new SiloError('SILO_USAGE', "required option '--agent <file>' not specified");
+  }
+  const limits: Partial<Limits> = {};
+  if (flags.timeout !== undefined) limits.timeoutMs = flags.timeout;
+  if (flags.maxToolCalls !== undefined) limits.maxToolCalls = flags.maxToolCalls;
+  if (flags.memory !== undefined) limits.memoryMb = flags.memory;
+
+  const printer = progressPrinter(process.stderr);
+  const cancel = new AbortController();
+  const stopListening = onInterrupt(() => cancel.abort());
+  let summary: EvalSummary;
+  try {
+    summary = await runEval({
+      paths,
+      trials: flags.trials,
+      concurrency: flags.concurrency,
+      retries: flags.retries,
+      limits,
+      outDir: flags.out,
+      signal: cancel.signal,
+      onProgress: (p) => printer.update(p),
+      ...(flags.agent ? { agent: flags.agent } : {}),
+      ...(flags.task ? { task: flags.task } : {}),
+      ...(flags.tag ? { tag: flags.tag } : {}),
+      ...(flags.resume ? { resume: flags.resume } : {}),
+      ...(flags.reuseWorkers ? { reuseWorkers: true } : {}),
+    });
+  } finally {
+    stopListening();
+    printer.done();
+  }
+
+  const report =
+    flags.reporter === 'json'
+      ? `${JSON.stringify(summary, null, 2)}\n`
+      : flags.reporter === 'junit'
+        ? junitReport(summary, new EvalStore(flags.out, summary.evalId).readLines())
+        : `${tableReport(summary, createStyle(flags.output ? { isTTY: false } : process.stdout))}\n`;
+  if (flags.output) {
+    writeFileSync(flags.output, report);
+    if (flags.reporter !== 'default') process.stdout.write(`${tableReport(summary, createStyle(process.stdout))}\n`);
+    process.stderr.write(`report written to ${flags.output}\n`);
+  } else {
+    process.stdout.write(report);
+  }
+  return exitCode(summary, flags.minPassRate);
+}
+
+/** 130 when cancelled; 0 when every run passed or the pass rate reached the minimum; else 1. */
+export function exitCode(summary: EvalSummary, minPassRate: number | undefined): number {
+  if (summary.status === 'cancelled') return 130;
+  const t = summary.totals;
+  if (minPassRate !== undefined) return (t.passRate ?? 0) >= minPassRate ? 0 : 1;
+  return t.failed === 0 && t.errors === 0 && t.runs > 0 ? 0 : 1;
+}

@@ -1,0 +1,54 @@
+/**
+ * Progress of an eval on stderr: on a terminal one live line (done/total, passed/failed/errors,
+ * rate, ETA); elsewhere (CI) a plain line every few seconds.
+ */
+import type { EvalProgress } from './run-eval.js';
+
+/** How often a plain (non-TTY) progress line is printed. */
+export const PLAIN_PROGRESS_MS = 5_000;
+/** How often the live line is redrawn at most. */
+const LIVE_REDRAW_MS = 100;
+
+export interface ProgressPrinter {
+  update(p: EvalProgress): void;
+  /** Clears the live line (before the report is printed). */
+  done(): void;
+}
+
+export function progressPrinter(stream: NodeJS.WriteStream = process.stderr): ProgressPrinter {
+  const live = stream.isTTY === true && process.env.TERM !== 'dumb';
+  let last = 0;
+  let shown = false;
+  return {
+    update(p) {
+      const now = Date.now();
+      const finished = p.done >= p.total && p.running === 0;
+      if (now - last < (live ? LIVE_REDRAW_MS : PLAIN_PROGRESS_MS) && !finished) return;
+      last = now;
+      if (live) {
+        stream.write(`\r\u001b[2K${formatProgress(p)}`);
+        shown = true;
+      } else if (!finished) {
+        stream.write(`${formatProgress(p)}\n`);
+      }
+    },
+    done() {
+      if (live && shown) stream.write('\r\u001b[2K');
+    },
+  };
+}
+
+export function formatProgress(p: EvalProgress): string {
+  const seconds = p.elapsedMs / 1000;
+  const rate = seconds > 0 ? p.done / seconds : 0;
+  const left = p.total - p.done;
+  const eta = rate > 0 ? `ETA ${duration(left / rate)}` : 'ETA –';
+  const retries = p.retries > 0 ? ` · ${p.retries} retried` : '';
+  return `${p.done}/${p.total} · ${p.passed} passed, ${p.failed} failed, ${p.errors} errors${retries} · ${p.running} running · ${rate.toFixed(1)}/s · ${eta}`;
+}
+
+function duration(seconds: number): string {
+  if (seconds < 60) return `${Math.ceil(seconds)}s`;
+  const m = Math.floor(seconds / 60);
+  return m < 60 ? `${m}m${String(Math.round(seconds % 60)).padStart(2, '0')}s` : `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}

@@ -1,0 +1,109 @@
+/**
+ * How an eval's result is reported: `default` (a table for people), `json` (the summary), `junit`
+ * (XML for CI: a testcase per run, failed checks in the failure message).
+ */
+import type { Style } from '../cli/style.js';
+import { ms } from '../inspect/show.js';
+import type { EvalRunLine, EvalSummary } from '../types.js';
+
+export type ReporterName = 'default' | 'json' | 'junit';
+export const REPORTERS: readonly ReporterName[] = ['default', 'json', 'junit'];
+
+/** The summary as a table, with totals and the 95% interval. */
+export function tableReport(summary: EvalSummary, s: Style): string {
+  const ks = Object.keys(summary.tasks[0]?.passAtK ?? {});
+  const kMax = ks.at(-1) ?? '1';
+  const header = ['task', 'runs', 'pass rate', `pass@${kMax}`, `pass^${kMax}`, 'score', 'p50', 'p95', ''];
+  const rows = summary.tasks.map((t) => [
+    t.taskId,
+    `${t.passed}/${t.passed + t.failed}${t.errors ? ` +${t.errors}err` : ''}`,
+    pct(t.passRate),
+    num(t.passAtK[kMax]),
+    num(t.passHatK[kMax]),
+    num(t.meanScore),
+    t.p50Ms === null ? '–' : ms(t.p50Ms),
+    t.p95Ms === null ? '–' : ms(t.p95Ms),
+    t.flaky ? 'flaky' : '',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  const paint = (row: string[], text: string): string => {
+    const rate = summary.tasks.find((t) => t.taskId === row[0])?.passRate;
+    return rate === 1 ? s.green(text) : rate === 0 ? s.red(text) : rate === null ? s.yellow(text) : text;
+  };
+  const out = [s.bold(line(header)), ...rows.map((r) => paint(r, line(r)))];
+  const t = summary.totals;
+  const ci = t.passRateCi95 ? ` (95% CI ${pct(t.passRateCi95[0])}–${pct(t.passRateCi95[1])})` : '';
+  const status = summary.status === 'completed' ? '' : ` · ${s.yellow(summary.status)}`;
+  out.push(
+    '',
+    `${t.runs} runs · ${s.green(`${t.passed} passed`)} · ${t.failed ? s.red(`${t.failed} failed`) : '0 failed'} · ${t.errors ? s.yellow(`${t.errors} errors`) : '0 errors'}` +
+      `${t.retries ? ` · ${t.retries} retried` : ''} · pass rate ${pct(t.passRate)}${ci} · ${ms(summary.durationMs ?? 0)}${status}`,
+    s.dim(`eval ${summary.evalId} · trials ${summary.trials} · pass@k/pass^k for k in ${ks.join(', ') || '–'} in summary.json`),
+  );
+  return out.join('\n');
+}
+
+/** JUnit XML: a testsuite per task, a testcase per run. */
+export function junitReport(summary: EvalSummary, lines: Iterable<EvalRunLine>): string {
+  // By task, then by trial: a later run of a pair (one a resume ran again) replaces the earlier.
+  const byTrial = new Map<string, Map<number, EvalRunLine>>(summary.tasks.map((t) => [t.taskId, new Map()]));
+  for (const line of lines) {
+    if (line.retried || line.termination === 'cancelled') continue;
+    byTrial.get(line.taskId)?.set(line.trial, line);
+  }
+  const byTask = new Map([...byTrial].map(([taskId, trials]) => [taskId, [...trials.values()]]));
+  const t = summary.totals;
+  const out = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites name="silo eval ${attr(summary.evalId)}" tests="${t.runs}" failures="${t.failed}" errors="${t.errors}" time="${secs(summary.durationMs ?? 0)}">`,
+  ];
+  for (const [taskId, runs] of byTask) {
+    runs.sort((a, b) => a.trial - b.trial);
+    const failures = runs.filter((r) => r.status === 'failed').length;
+    const errors = runs.filter((r) => r.status === 'error').length;
+    const time = runs.reduce((sum, r) => sum + r.durationMs, 0);
+    out.push(`  <testsuite name="${attr(taskId)}" tests="${runs.length}" failures="${failures}" errors="${errors}" time="${secs(time)}">`);
+    for (const r of runs) {
+      const open = `    <testcase classname="${attr(taskId)}" name="${attr(`${taskId} trial ${r.trial}`)}" time="${secs(r.durationMs)}"`;
+      if (r.status === 'passed') {
+        out.push(`${open}/>`);
+        continue;
+      }
+      const detail =
+        r.status === 'failed'
+          ? (r.failed ?? []).map((c) => `${c.name}${c.message ? `: ${c.message}` : ''}`).join('; ') || 'a check failed'
+          : `${r.error?.code ?? 'error'}: ${r.error?.message ?? 'no grade'}`;
+      const tag = r.status === 'failed' ? 'failure' : 'error';
+      const body = `run ${r.runId} · termination ${r.termination} · score ${r.score ?? '–'}\nsilo show ${r.runId}`;
+      out.push(`${open}>`, `      <${tag} message="${attr(detail)}" type="${r.termination}">${text(body)}</${tag}>`, '    </testcase>');
+    }
+    out.push('  </testsuite>');
+  }
+  out.push('</testsuites>');
+  return `${out.join('\n')}\n`;
+}
+
+function pct(x: number | null | undefined): string {
+  return x === null || x === undefined ? '–' : `${(100 * x).toFixed(x === 1 || x === 0 ? 0 : 1)}%`;
+}
+
+function num(x: number | null | undefined): string {
+  return x === null || x === undefined ? '–' : x.toFixed(2);
+}
+
+function secs(msValue: number): string {
+  return (msValue / 1000).toFixed(3);
+}
+
+// XML 1.0 forbids most control characters even when escaped.
+// eslint-disable-next-line no-control-regex
+const INVALID_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g;
+
+function text(s: string): string {
+  return s.replace(INVALID_XML, '').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+function attr(s: string): string {
+  return text(s).replace(/"/g, '&quot;').replace(/\n/g, '&#10;');
+}

@@ -1,0 +1,244 @@
+/**
+ * An eval: every selected task × k trials, run in parallel on one worker pool. Results stream to
+ * disk (each run's folder, one line per run in runs.jsonl) and into a small tally; the summary is
+ * rewritten as the eval goes. Cancel stops scheduling and aborts what is running; `resume` runs
+ * only the (task, trial) pairs without a finished run. Infrastructure failures are retried.
+ */
+import { setMaxListeners } from 'node:events';
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ulid } from 'ulid';
+import { SiloError } from '../errors.js';
+import { selectTasks } from '../filter.js';
+import { loadTasks, type LoadedTask } from '../load.js';
+import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, DEFAULT_RETRIES, SUMMARY_WRITE_MS, resolveLimits } from '../options.js';
+import { AgentPool } from '../pool/pool.js';
+import { runRollout } from '../rollout/rollout.js';
+import type { EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
+import { discoverTaskFiles } from './discover.js';
+import { EvalStore } from './store.js';
+import { Tally } from './tally.js';
+
+/** Options of runEval. */
+export interface EvalOptions {
+  /** Task files or folders (see discoverTaskFiles). Not needed with `resume`. */
+  paths?: string[];
+  /** The agent module. Not needed with `resume`. */
+  agent?: string;
+  /** Trials per task (k). Default 1. */
+  trials?: number;
+  /** Rollouts running at once. Default 32 (agents mostly wait on models). */
+  concurrency?: number;
+  /** Task ids or globs (OR), ANDed with `tag`. */
+  task?: string[];
+  tag?: string[];
+  limits?: Partial<Limits>;
+  /** Artifacts go to `<outDir>/runs/` and `<outDir>/evals/<evalId>/`. Default `.silo`. */
+  outDir?: string;
+  /** Times an infrastructure failure (crashed worker, internal error) is retried. Default 2. */
+  retries?: number;
+  /** Continue this eval: its stored options are used; only unfinished pairs run. */
+  resume?: string;
+  /** Warm, reused workers with a fresh agent module per rollout: for trusted agents only. */
+  reuseWorkers?: boolean;
+  /** Cancels the eval: running rollouts end as `cancelled`, the summary says `cancelled`. */
+  signal?: AbortSignal;
+  /** Called after every run and every few seconds. */
+  onProgress?: (progress: EvalProgress) => void;
+}
+
+/** Where an eval stands. */
+export interface EvalProgress {
+  evalId: string;
+  total: number;
+  done: number;
+  passed: number;
+  failed: number;
+  errors: number;
+  retries: number;
+  running: number;
+  elapsedMs: number;
+}
+
+interface Pair {
+  loaded: LoadedTask;
+  trial: number;
+}
+
+export async function runEval(options: EvalOptions): Promise<EvalSummary> {
+  const outDir = resolve(options.outDir ?? DEFAULT_OUT_DIR);
+  const concurrency = options.concurrency ?? DEFAULT_EVAL_CONCURRENCY;
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new SiloError('SILO_USAGE', `concurrency must be an integer >= 1 (got ${concurrency})`);
+
+  const previous = options.resume === undefined ? undefined : new EvalStore(outDir, options.resume).readSummary();
+  const record = previous?.options ?? recordOptions(options);
+  const evalId = previous?.evalId ?? ulid();
+  checkAgent(record.agent);
+  resolveLimits(record.limits);
+
+  const tasks = selectTasks(await loadTasks(record.taskFiles), { task: record.task, tag: record.tag });
+  const store = new EvalStore(outDir, evalId);
+  const tally = new Tally(tasks.map((t) => t.task.id));
+  const finished = new Set<string>();
+  if (previous) {
+    for (const line of store.readLines()) {
+      // A run lost to infrastructure (after its retries) is not finished: its pair runs again,
+      // and the lost run counts as a retry. Cancelled runs are not counted at all.
+      const lost = !line.retried && isInfrastructureFailure(line);
+      tally.add(lost ? { ...line, retried: true } : line);
+      if (!line.retried && !lost && line.termination !== 'cancelled') finished.add(pairKey(line.taskId, line.trial));
+    }
+  }
+  // Trial-major order: early results cover every task.
+  const pairs: Pair[] = [];
+  for (let trial = 0; trial < record.trials; trial++) {
+    for (const loaded of tasks) if (!finished.has(pairKey(loaded.task.id, trial))) pairs.push({ loaded, trial });
+  }
+
+  const started = previous ? new Date(previous.startedAt) : new Date();
+  const t0 = performance.now();
+  const summary = (status: EvalSummary['status']): EvalSummary => {
+    const ended = status !== 'running';
+    const durationMs = Math.round(performance.now() - t0) + (previous?.durationMs ?? 0);
+    return {
+      version: 1,
+      evalId,
+      status,
+      startedAt: started.toISOString(),
+      finishedAt: ended ? new Date().toISOString() : null,
+      durationMs: ended ? durationMs : null,
+      agent: record.agent,
+      trials: record.trials,
+      options: record,
+      ...tally.stats(record.trials),
+    };
+  };
+
+  await store.open();
+  await store.writeSummary(summary('running'));
+  const total = tally.counts().done + pairs.length;
+  let running = 0;
+  const progress = (): void =>
+    options.onProgress?.({ evalId, total, ...tally.counts(), retries: tally.retries, running, elapsedMs: performance.now() - t0 });
+
+  // The summary on disk follows the eval, without a write per run.
+  let dirty = false;
+  // Writes are chained, so the final summary is never overtaken by a periodic one.
+  let writing = Promise.resolve();
+  const timer = setInterval(() => {
+    progress();
+    if (!dirty) return;
+    dirty = false;
+    writing = writing.then(() => store.writeSummary(summary('running'))).catch(() => {});
+  }, SUMMARY_WRITE_MS);
+  timer.unref();
+
+  const pool = new AgentPool({ maxThreads: concurrency, reuse: record.reuseWorkers });
+  const signal = options.signal;
+  // Every running rollout listens to the eval's signal.
+  if (signal) setMaxListeners(concurrency + 16, signal);
+  let next = 0;
+  const runOne = async (pair: Pair): Promise<void> => {
+    for (let attempt = 0; ; attempt++) {
+      const result = await runRollout({
+        task: pair.loaded.task,
+        taskFile: pair.loaded.file,
+        agent: record.agent,
+        limits: record.limits,
+        outDir,
+        pool,
+        evalId,
+        trial: pair.trial,
+        ...(signal ? { signal } : {}),
+      });
+      const retry = isInfrastructureFailure(result) && attempt < record.retries && !signal?.aborted;
+      const line = toLine(result, pair.trial, retry);
+      store.append(line);
+      tally.add(line);
+      dirty = true;
+      if (!retry) return;
+      progress();
+    }
+  };
+  // A set-up error in one rollout (say the agent file was removed) stops scheduling; the runs
+  // already under way finish, the summary says `error`, and runEval rethrows it.
+  let failure: { error: unknown } | undefined;
+  const slot = async (): Promise<void> => {
+    while (next < pairs.length && !signal?.aborted && !failure) {
+      const pair = pairs[next++]!;
+      running++;
+      try {
+        await runOne(pair);
+      } catch (error) {
+        failure ??= { error };
+      } finally {
+        running--;
+      }
+      progress();
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(1, pairs.length)) }, slot));
+  } finally {
+    clearInterval(timer);
+    await pool.destroy();
+    await store.close();
+  }
+  const final = summary(failure ? 'error' : signal?.aborted ? 'cancelled' : 'completed');
+  await writing;
+  await store.writeSummary(final);
+  progress();
+  if (failure) throw failure.error;
+  return final;
+}
+
+/** A crashed worker or a fault of Silo's own: not the agent's doing, so worth another try. */
+export function isInfrastructureFailure(result: Pick<RunResult, 'termination' | 'error'>): boolean {
+  return result.termination === 'crashed' || result.error?.code === 'internal_error';
+}
+
+function toLine(result: RunResult, trial: number, retried: boolean): EvalRunLine {
+  const failedChecks = result.checks.filter((c) => !c.pass).slice(0, 20);
+  return {
+    runId: result.runId,
+    taskId: result.taskId,
+    trial,
+    status: result.status,
+    score: result.score,
+    termination: result.termination,
+    durationMs: result.durationMs,
+    ...(retried ? { retried: true } : {}),
+    ...(failedChecks.length > 0 ? { failed: failedChecks.map((c) => (c.message === undefined ? { name: c.name } : { name: c.name, message: c.message })) } : {}),
+    ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+  };
+}
+
+function recordOptions(options: EvalOptions): EvalOptionsRecord {
+  if (!options.paths || options.paths.length === 0) throw new SiloError('SILO_USAGE', 'an eval needs task files or folders');
+  if (!options.agent) throw new SiloError('SILO_USAGE', 'an eval needs an agent: --agent <file>');
+  const trials = options.trials ?? 1;
+  const retries = options.retries ?? DEFAULT_RETRIES;
+  if (!Number.isInteger(trials) || trials < 1) throw new SiloError('SILO_USAGE', `trials must be an integer >= 1 (got ${trials})`);
+  if (!Number.isInteger(retries) || retries < 0) throw new SiloError('SILO_USAGE', `retries must be an integer >= 0 (got ${retries})`);
+  return {
+    taskFiles: discoverTaskFiles(options.paths),
+    agent: resolve(options.agent),
+    trials,
+    task: options.task ?? [],
+    tag: options.tag ?? [],
+    limits: options.limits ?? {},
+    retries,
+    reuseWorkers: options.reuseWorkers ?? false,
+  };
+}
+
+function checkAgent(agent: string): void {
+  if (!existsSync(agent) || !statSync(agent).isFile()) {
+    throw new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${agent}; pass the path of a module that default-exports the agent function`);
+  }
+}
+
+function pairKey(taskId: string, trial: number): string {
+  return `${trial}\u0000${taskId}`;
+}

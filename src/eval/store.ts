@@ -1,0 +1,72 @@
+/**
+ * An eval's folder: `summary.json` (rewritten atomically as the eval goes) and `runs.jsonl` (one
+ * line per run that ended, appended), which is what `--resume` and the reporters read back.
+ */
+import { createWriteStream, existsSync, readFileSync, type WriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SiloError } from '../errors.js';
+import { writeJsonAtomic } from '../rollout/artifacts.js';
+import type { EvalRunLine, EvalSummary } from '../types.js';
+
+export class EvalStore {
+  readonly dir: string;
+  #lines: WriteStream | undefined;
+
+  constructor(outDir: string, evalId: string) {
+    this.dir = join(outDir, 'evals', evalId);
+  }
+
+  get summaryFile(): string {
+    return join(this.dir, 'summary.json');
+  }
+
+  get runsFile(): string {
+    return join(this.dir, 'runs.jsonl');
+  }
+
+  async open(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    this.#lines = createWriteStream(this.runsFile, { flags: 'a' });
+    this.#lines.on('error', () => {});
+  }
+
+  append(line: EvalRunLine): void {
+    this.#lines?.write(`${JSON.stringify(line)}\n`);
+  }
+
+  writeSummary(summary: EvalSummary): Promise<void> {
+    return writeJsonAtomic(this.summaryFile, summary);
+  }
+
+  async close(): Promise<void> {
+    const stream = this.#lines;
+    this.#lines = undefined;
+    if (stream) await new Promise<void>((resolve) => stream.end(() => resolve()));
+  }
+
+  /** The summary of an existing eval, for `--resume`. */
+  readSummary(): EvalSummary {
+    if (!existsSync(this.summaryFile)) {
+      throw new SiloError('SILO_USAGE', `no eval at ${this.dir}; give the evalId of an earlier eval (see \`silo ls\`)`);
+    }
+    try {
+      return JSON.parse(readFileSync(this.summaryFile, 'utf8')) as EvalSummary;
+    } catch {
+      throw new SiloError('SILO_USAGE', `${this.summaryFile} is not readable JSON; that eval cannot be resumed`);
+    }
+  }
+
+  /** Every run line written so far (a torn last line from a crash is skipped). */
+  *readLines(): Generator<EvalRunLine> {
+    if (!existsSync(this.runsFile)) return;
+    for (const text of readFileSync(this.runsFile, 'utf8').split('\n')) {
+      if (text.trim() === '') continue;
+      try {
+        yield JSON.parse(text) as EvalRunLine;
+      } catch {
+        // a partial line
+      }
+    }
+  }
+}

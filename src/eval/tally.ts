@@ -1,0 +1,97 @@
+/**
+ * Running totals of an eval, one small record per task: counts, scores and durations only, so
+ * memory stays flat however many runs stream past. Traces never come here.
+ */
+import type { EvalRunLine, EvalSummary, TaskStats } from '../types.js';
+import { estimators, percentile, wilson95 } from './stats.js';
+
+interface TaskTally {
+  passed: number;
+  failed: number;
+  errors: number;
+  scoreSum: number;
+  durations: number[];
+}
+
+export class Tally {
+  readonly #tasks = new Map<string, TaskTally>();
+  #retries = 0;
+
+  /** `taskIds` fixes the order of the summary's tasks. */
+  constructor(taskIds: readonly string[]) {
+    for (const id of taskIds) this.#tasks.set(id, { passed: 0, failed: 0, errors: 0, scoreSum: 0, durations: [] });
+  }
+
+  /** Counts a run that ended. Retried and cancelled runs are not trials; retries are counted apart. */
+  add(line: EvalRunLine): void {
+    if (line.retried) {
+      this.#retries++;
+      return;
+    }
+    if (line.termination === 'cancelled') return;
+    const t = this.#tasks.get(line.taskId);
+    if (!t) return;
+    if (line.status === 'passed') t.passed++;
+    else if (line.status === 'failed') t.failed++;
+    else t.errors++;
+    if (line.status !== 'error') t.scoreSum += line.score ?? 0;
+    t.durations.push(line.durationMs);
+  }
+
+  get retries(): number {
+    return this.#retries;
+  }
+
+  /** Finished runs so far, by status. */
+  counts(): { done: number; passed: number; failed: number; errors: number } {
+    let passed = 0;
+    let failed = 0;
+    let errors = 0;
+    for (const t of this.#tasks.values()) {
+      passed += t.passed;
+      failed += t.failed;
+      errors += t.errors;
+    }
+    return { done: passed + failed + errors, passed, failed, errors };
+  }
+
+  /** The statistics part of summary.json. */
+  stats(trials: number): Pick<EvalSummary, 'tasks' | 'totals'> {
+    const tasks: TaskStats[] = [];
+    let passed = 0;
+    let failed = 0;
+    let errors = 0;
+    for (const [taskId, t] of this.#tasks) {
+      const n = t.passed + t.failed;
+      passed += t.passed;
+      failed += t.failed;
+      errors += t.errors;
+      tasks.push({
+        taskId,
+        trials: n + t.errors,
+        passed: t.passed,
+        failed: t.failed,
+        errors: t.errors,
+        passRate: n === 0 ? null : t.passed / n,
+        ...estimators(trials, n, t.passed),
+        meanScore: n === 0 ? null : t.scoreSum / n,
+        p50Ms: percentile(t.durations, 50),
+        p95Ms: percentile(t.durations, 95),
+        flaky: t.passed > 0 && t.failed > 0,
+      });
+    }
+    const n = passed + failed;
+    return {
+      tasks,
+      totals: {
+        runs: passed + failed + errors,
+        passed,
+        failed,
+        errors,
+        retries: this.#retries,
+        passRate: n === 0 ? null : passed / n,
+        passRateCi95: wilson95(passed, n),
+      },
+    };
+  }
+}
