@@ -65,6 +65,18 @@ export const SUMMARY_WRITE_MS = 2_000;
 /** Where artifacts go when no `--out` is given. */
 export const DEFAULT_OUT_DIR = '.silo';
 
+/** Smallest heap an agent worker may be given, MiB (below it Node itself does not start). */
+export const MIN_MEMORY_MB = 16;
+
+/** Seeds are 32-bit: 0 ≤ seed < 2^32 (the PRNG works on 32 bits, so larger ones would alias). */
+export function resolveSeed(seed: number | undefined, draw: () => number): number {
+  const value = seed ?? draw();
+  if (!Number.isInteger(value) || value < 0 || value >= 2 ** 32) {
+    throw new SiloError('SILO_USAGE', `seed must be an integer from 0 to ${2 ** 32 - 1} (got ${String(value)})`);
+  }
+  return value;
+}
+
 /** Merges limits (later sources win) and checks each value. */
 export function resolveLimits(...sources: (Partial<Limits> | undefined)[]): Limits {
   const merged: Limits = { ...DEFAULT_LIMITS };
@@ -77,7 +89,7 @@ export function resolveLimits(...sources: (Partial<Limits> | undefined)[]): Limi
   }
   for (const key of Object.keys(merged) as (keyof Limits)[]) {
     const value = merged[key];
-    const min = key === 'maxToolCalls' || key === 'graceMs' ? 0 : 1;
+    const min = key === 'maxToolCalls' || key === 'graceMs' ? 0 : key === 'memoryMb' ? MIN_MEMORY_MB : 1;
     if (typeof value !== 'number' || !Number.isFinite(value) || value < min || !Number.isInteger(value)) {
       throw new SiloError('SILO_USAGE', `limit ${key} must be an integer >= ${min} (got ${String(value)})`);
     }

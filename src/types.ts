@@ -131,6 +131,7 @@ export type Termination =
   | 'not_started'
   | 'cancelled';
 
+/** A run's status: `running` until it ends, then `passed` (every check passed), `failed`, or `error` (no grade). */
 export type RunStatus = 'running' | 'passed' | 'failed' | 'error';
 
 /** Why a run has status `error`. */
@@ -138,8 +139,11 @@ export type RunErrorCode = 'environment_error' | 'verifier_error' | 'agent_load_
 
 /** The data form of a failure, as it crosses threads or lands in result.json. */
 export interface ErrorInfo {
+  /** A stable code (`environment_error`, `verifier_error`, `agent_load_error`, ...). */
   code: string;
+  /** One line saying what happened and, where possible, what to do. */
   message: string;
+  /** Where it happened, when a stack was available. */
   stack?: string;
 }
 
@@ -171,16 +175,25 @@ export type TraceEventInput = TraceEvent extends infer E
 
 /** run.json */
 export interface RunRecord {
+  /** Format version of the artifacts. */
   version: 1;
+  /** ULID: sorts by start time. */
   runId: string;
+  /** Set when the run belongs to an eval. */
   evalId?: string;
+  /** 0-based trial number within an eval. */
   trial?: number;
   taskId: string;
+  /** Absolute path of the task file, when the task came from one. */
   taskFile: string | null;
+  /** The agent as given (path or built-in name). */
   agent: string;
   status: RunStatus;
+  /** Null while running. */
   termination: Termination | null;
+  /** ISO time. */
   startedAt: string;
+  /** ISO time; null while running. */
   finishedAt: string | null;
   /** Wall time of the whole rollout, ms. */
   durationMs: number | null;
@@ -192,11 +205,17 @@ export interface RunRecord {
   toolCalls: number;
   /** Calls refused by a limit or after the signal; they ran nothing. */
   refusedCalls: number;
+  /** The limits in force (defaults, then task, then CLI). */
   limits: Limits;
+  /** Seed of ctx.random(); `--seed` replays it. */
   seed: number;
+  /** Silo's version. */
   silo: string;
+  /** Node's version. */
   node: string;
+  /** sha256 of the initial world's JSON; null if the world could not be built. */
   worldHash: string | null;
+  /** Model usage, when the agent reports it. */
   usage?: { inputTokens: number; outputTokens: number; requests: number };
 }
 

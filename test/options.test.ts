@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { SiloError } from '../src/errors.js';
-import { DEFAULT_LIMITS, MiB, resolveLimits } from '../src/options.js';
+import { DEFAULT_LIMITS, MiB, resolveLimits, resolveSeed } from '../src/options.js';
 import type { Limits } from '../src/types.js';
 
 describe('DEFAULT_LIMITS', () => {
@@ -45,9 +45,10 @@ describe('resolveLimits', () => {
 
   it('allows 0 tool calls and 0 grace, but not 0 of anything else', () => {
     expect(resolveLimits({ maxToolCalls: 0, graceMs: 0 })).toMatchObject({ maxToolCalls: 0, graceMs: 0 });
-    for (const key of ['timeoutMs', 'memoryMb', 'maxOutputBytes', 'maxMessageBytes'] as const) {
+    for (const key of ['timeoutMs', 'maxOutputBytes', 'maxMessageBytes'] as const) {
       expect(() => resolveLimits({ [key]: 0 })).toThrow(`limit ${key} must be an integer >= 1 (got 0)`);
     }
+    expect(() => resolveLimits({ memoryMb: 8 })).toThrow('limit memoryMb must be an integer >= 16 (got 8)');
   });
 
   it('rejects bad values with SILO_USAGE, naming the limit and the value', () => {
@@ -57,7 +58,7 @@ describe('resolveLimits', () => {
       [{ maxToolCalls: 1.5 }, 'limit maxToolCalls must be an integer >= 0 (got 1.5)'],
       [{ timeoutMs: Number.NaN }, 'limit timeoutMs must be an integer >= 1 (got NaN)'],
       [{ timeoutMs: Number.POSITIVE_INFINITY }, 'limit timeoutMs must be an integer >= 1 (got Infinity)'],
-      [{ memoryMb: '512' }, 'limit memoryMb must be an integer >= 1 (got 512)'],
+      [{ memoryMb: '512' }, 'limit memoryMb must be an integer >= 16 (got 512)'],
       [{ graceMs: null }, 'limit graceMs must be an integer >= 0 (got null)'],
     ];
     for (const [source, message] of bad) {
@@ -69,6 +70,20 @@ describe('resolveLimits', () => {
       }
       expect(caught).toBeInstanceOf(SiloError);
       expect(caught).toMatchObject({ code: 'SILO_USAGE', message });
+    }
+  });
+});
+
+describe('resolveSeed', () => {
+  it('keeps a 32-bit seed and draws one when none is given', () => {
+    expect(resolveSeed(0, () => 9)).toBe(0);
+    expect(resolveSeed(2 ** 32 - 1, () => 9)).toBe(2 ** 32 - 1);
+    expect(resolveSeed(undefined, () => 9)).toBe(9);
+  });
+
+  it('refuses seeds the PRNG would alias (negative, 2^32 and above, fractions)', () => {
+    for (const seed of [-1, 2 ** 32, 1.5, Number.NaN]) {
+      expect(() => resolveSeed(seed, () => 0)).toThrow(/seed must be an integer from 0 to 4294967295/);
     }
   });
 });

@@ -10,7 +10,7 @@ import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RETRIES } from '../options.js';
 import type { EvalSummary, Limits } from '../types.js';
 import { collect, integer } from './options.js';
 import { onInterrupt } from './signals.js';
-import { createStyle } from './style.js';
+import { createStyle } from '../inspect/style.js';
 
 interface EvalFlags {
   agent?: string;
@@ -48,7 +48,7 @@ export function registerEval(program: Command): void {
     .option('--reuse-workers', 'reuse warm workers across rollouts (faster; trusted agents only: globals leak)')
     .option('--timeout <ms>', 'wall-clock limit per rollout, ms', integer(1))
     .option('--max-tool-calls <n>', 'tool calls allowed per rollout', integer(0))
-    .option('--memory <mb>', 'heap limit of each agent worker, MiB', integer(16))
+    .option('--memory <mb>', 'heap limit of each agent worker, MiB', integer(0))
     .option('-o, --out <dir>', 'artifact folder: <dir>/runs/ and <dir>/evals/<evalId>/', '.silo')
     .addHelpText(
       'after',

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { listEvalIds, listRunIds, readJson } from '../inspect/runs.js';
 import type { ResultRecord, RunRecord } from '../types.js';
 import { integer } from './options.js';
-import { createStyle } from './style.js';
+import { createStyle } from '../inspect/style.js';
 import { ms } from '../inspect/show.js';
 
 export function registerLs(program: Command): void {

@@ -6,7 +6,7 @@ import { selectTasks } from '../filter.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { Limits, RunResult } from '../types.js';
 import { collect, integer } from './options.js';
-import { createStyle } from './style.js';
+import { createStyle } from '../inspect/style.js';
 import { ms } from '../inspect/show.js';
 import { onInterrupt } from './signals.js';
 
@@ -32,7 +32,7 @@ export function registerRun(program: Command): void {
     .option('--tag <tag>', 'only tasks with this tag (repeatable)', collect)
     .option('--timeout <ms>', 'wall-clock limit per rollout, ms (default 300000)', integer(1))
     .option('--max-tool-calls <n>', 'tool calls allowed per rollout (default 500)', integer(0))
-    .option('--memory <mb>', 'heap limit of the agent worker, MiB (default 512)', integer(16))
+    .option('--memory <mb>', 'heap limit of the agent worker, MiB (default 512)', integer(0))
     .option('--seed <n>', 'seed of ctx.random() (default: drawn and recorded)', integer(0))
     .option('-o, --out <dir>', 'artifact folder: writes <dir>/runs/<runId>/', '.silo')
     .option('--json', 'print a JSON array of { runId, taskId, status, score, termination, runDir } instead')

@@ -4,7 +4,7 @@ import { formatRun } from '../inspect/show.js';
 import { listRunIds, loadRun, resolveRunDir } from '../inspect/runs.js';
 import { SiloError } from '../errors.js';
 import { join } from 'node:path';
-import { createStyle } from './style.js';
+import { createStyle } from '../inspect/style.js';
 
 export function registerShow(program: Command): void {
   program

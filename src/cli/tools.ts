@@ -5,7 +5,7 @@ import { selectTasks } from '../filter.js';
 import { toolSchemas } from '../rollout/tools.js';
 import type { Environment, ToolSchema } from '../types.js';
 import { collect } from './options.js';
-import { createStyle } from './style.js';
+import { createStyle } from '../inspect/style.js';
 
 export function registerTools(program: Command): void {
   program

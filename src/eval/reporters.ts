@@ -2,7 +2,7 @@
  * How an eval's result is reported: `default` (a table for people), `json` (the summary), `junit`
  * (XML for CI: a testcase per run, failed checks in the failure message).
  */
-import type { Style } from '../cli/style.js';
+import type { Style } from '../inspect/style.js';
 import { ms } from '../inspect/show.js';
 import type { EvalRunLine, EvalSummary } from '../types.js';
 

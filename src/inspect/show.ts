@@ -3,7 +3,7 @@
  * then the timeline (each call with its input, result or error and duration), the diff, and
  * the checks with expected and actual.
  */
-import type { Style } from '../cli/style.js';
+import type { Style } from './style.js';
 import { changePath, type Change } from '../rollout/diff.js';
 import type { Check, TraceEvent } from '../types.js';
 import type { LoadedRun } from './runs.js';
@@ -29,6 +29,9 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
     );
   }
   out.push(`${s.dim('tool calls')}  ${run.toolCalls}${run.refusedCalls > 0 ? ` (+${run.refusedCalls} refused)` : ''}  ${s.dim(`seed ${run.seed}`)}`);
+  if (run.status === 'running') {
+    out.push(s.yellow('this run has not finished: it is still going, or the process running it stopped before the end'));
+  }
   if (result?.error) out.push(`${s.yellow('error')}       ${result.error.code}: ${result.error.message}`);
 
   out.push('', s.bold('Timeline'));

@@ -13,16 +13,19 @@ import type { ToolResult } from '../types.js';
 export type CallMessage = Extract<WorkerMessage, { type: 'call' }>;
 export type DoneMessage = Extract<WorkerMessage, { type: 'done' }>;
 
+/** What the host does with each kind of message from the worker. */
 export interface ChannelHandlers {
   /** A tool call; its result is sent back to the worker. */
   call(msg: CallMessage): Promise<ToolResult> | ToolResult;
   /** An agent log; returns false once the run's log budget is spent (later logs are skipped unparsed). */
   log(msg: Extract<WorkerMessage, { type: 'log' }>): boolean;
+  /** The worker has taken the rollout: the wall clock starts. */
   started(): void;
   /** A message that broke the protocol (oversized, not JSON, unknown); it was dropped. */
   dropped(reason: string): void;
 }
 
+/** The host end of one rollout's port (see the file comment). */
 export class HostChannel {
   /** The end to transfer to the worker. */
   readonly workerPort: MessagePort;

@@ -16,18 +16,25 @@ import type { Toolbox } from './tools.js';
 import { round, type Trace } from './trace.js';
 import { TIMED_OUT, within } from '../time.js';
 
+/** What the agent phase needs: where to run, what to run, and what to record into. */
 export interface AgentPhaseOptions {
+  /** Pool whose workers run the agent. */
   pool: AgentPool;
+  /** Absolute path of the agent module. */
   agentPath: string;
   instruction: string;
+  /** The tools bound to the live world (step 3). */
   toolbox: Toolbox;
   limits: Limits;
+  /** Receives every event of the phase. */
   trace: Trace;
   /** Cancels the rollout (termination `cancelled`). */
   signal?: AbortSignal | undefined;
 }
 
+/** How the agent's part of the rollout went. */
 export interface AgentPhase {
+  /** How it ended; never `not_started` (the world was built before this phase). */
   termination: Exclude<Termination, 'not_started'>;
   output: string | null;
   outputTruncated: boolean;
@@ -40,6 +47,7 @@ export interface AgentPhase {
   agentMs: number;
 }
 
+/** Steps 4–6: runs the agent once in a worker of its own, under its limits, and takes its output. */
 export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   const { limits, trace } = opts;
   const terminate = new AbortController();

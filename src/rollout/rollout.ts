@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { randomInt } from 'node:crypto';
 import { ulid } from 'ulid';
 import { SiloError, toErrorInfo } from '../errors.js';
-import { DEFAULT_OUT_DIR, resolveLimits } from '../options.js';
+import { DEFAULT_OUT_DIR, resolveLimits, resolveSeed } from '../options.js';
 import { SILO_VERSION } from '../paths.js';
 import { sharedPool, type AgentPool } from '../pool/pool.js';
 import type { ErrorInfo, Limits, ResultRecord, RunRecord, RunResult, Task, Termination } from '../types.js';
@@ -48,8 +48,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   const { task } = options;
   const agentPath = resolveAgent(options.agent);
   const limits = resolveLimits(task.limits, options.limits);
-  const seed = options.seed ?? randomInt(0, 2 ** 31);
-  if (!Number.isInteger(seed)) throw new SiloError('SILO_USAGE', `seed must be an integer (got ${seed})`);
+  const seed = resolveSeed(options.seed, () => randomInt(0, 2 ** 32));
 
   const runId = ulid();
   const artifacts = new RunArtifacts(resolve(options.outDir ?? DEFAULT_OUT_DIR), runId);

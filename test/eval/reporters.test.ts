@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { junitReport, tableReport } from '../../src/eval/reporters.js';
 import { Tally } from '../../src/eval/tally.js';
-import type { Style } from '../../src/cli/style.js';
+import type { Style } from '../../src/inspect/style.js';
 import type { EvalRunLine, EvalSummary } from '../../src/types.js';
 
 const plain: Style = {

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { formatRun } from '../../src/inspect/show.js';
+import type { LoadedRun } from '../../src/inspect/runs.js';
+import { createStyle } from '../../src/inspect/style.js';
+import { DEFAULT_LIMITS } from '../../src/options.js';
+
+const plain = createStyle({ isTTY: false });
+
+function runningRun(): LoadedRun {
+  return {
+    dir: '/tmp/x',
+    run: {
+      version: 1,
+      runId: '01TEST',
+      taskId: 'demo/task',
+      taskFile: null,
+      agent: 'agent.ts',
+      status: 'running',
+      termination: null,
+      startedAt: '2026-01-01T00:00:00.000Z',
+      finishedAt: null,
+      durationMs: null,
+      toolTimeMs: 0,
+      agentTimeMs: null,
+      toolCalls: 0,
+      refusedCalls: 0,
+      limits: { ...DEFAULT_LIMITS },
+      seed: 1,
+      silo: '0.0.0',
+      node: '20',
+      worldHash: null,
+    },
+    result: null,
+    trace: [{ seq: 0, t: 0, type: 'run_started', taskId: 'demo/task', agent: 'agent.ts', seed: 1 }],
+    diff: null,
+  };
+}
+
+describe('formatRun', () => {
+  it('says plainly that a run marked running has not finished', () => {
+    const text = formatRun(runningRun(), plain);
+    expect(text).toMatch(/^demo\/task {2}RUNNING/);
+    expect(text).toMatch(/has not finished: it is still going, or the process running it stopped/);
+    expect(text).toMatch(/no diff recorded yet/);
+  });
+
+  it('shows a call with no result as cut short', () => {
+    const loaded = runningRun();
+    loaded.trace.push({ seq: 1, t: 5, type: 'tool_call', callId: 1, name: 'get_user', input: { user_id: 'u1' } });
+    const text = formatRun(loaded, plain);
+    expect(text).toMatch(/#1 get_user \{"user_id":"u1"\}\n.*no result \(the run ended first\)/);
+  });
+});
