@@ -1,27 +1,29 @@
-// `npm run bench`: Silo's overhead as ratios against baselines measured in the same run.
-//   per call:    a Silo tool call (agent → host → validate → run → clone → trace → agent)
-//                vs a bare MessagePort round trip between a worker and its host;
-//   per rollout: a whole Silo rollout of an agent that does nothing
-//                vs starting a bare worker thread that runs one function and exits.
-// Numbers depend on the machine; the ratios are what to compare between versions.
+// `npm run bench` (`npm run bench -- --json` for machines): Silo against baselines measured in
+// the same run, so the ratios mean the same on any machine.
+//   toolCall      a bare worker→host MessagePort JSON round trip vs Silo's callTool
+//   rollout       a bare Worker start+exit vs a whole Silo rollout of a trivial agent (and reuse mode)
+//   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured wall
+//   worldScaling  worlds of ~10 KB, 1 MB, 10 MB where the agent changes two records: one
+//                 structuredClone of the world vs Silo's own host work per rollout (all but the
+//                 user's createState and verify)
+// Benchmarks print numbers; tests never assert timings.
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { loadTasks, runRollout } from '../dist/src/index.js';
+import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
 import { AgentPool } from '../dist/src/pool/pool.js';
 
-const CALLS = 1000;
-const ROLLOUTS = Number(process.env.BENCH_ROLLOUTS ?? 40);
+const json = process.argv.includes('--json');
 const out = mkdtempSync(join(tmpdir(), 'silo-bench-'));
+const log = (text) => {
+  if (!json) process.stderr.write(`${text}\n`);
+};
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const round = (x, digits = 3) => Number(x.toFixed(digits));
 
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
-/** Bare baseline: N sequential JSON round trips over a MessagePort to a worker. */
+/** N sequential JSON round trips over a MessagePort to a worker; µs each. */
 async function bareRoundTrip(n) {
   const worker = new Worker(
     `const { parentPort } = require('node:worker_threads');
@@ -35,72 +37,150 @@ async function bareRoundTrip(n) {
   const roundTrip = (i) =>
     new Promise((resolve) => {
       port1.once('message', resolve);
-      port1.postMessage(JSON.stringify({ id: i, name: 'noop', n: i }));
+      port1.postMessage(JSON.stringify({ id: i, name: 'noop', input: { n: i } }));
     });
-  for (let i = 0; i < 200; i++) await roundTrip(i); // warm up
+  for (let i = 0; i < 300; i++) await roundTrip(i);
   const t = performance.now();
   for (let i = 0; i < n; i++) await roundTrip(i);
-  const perCall = (performance.now() - t) / n;
+  const us = ((performance.now() - t) / n) * 1000;
   port1.close();
   await worker.terminate();
-  return perCall;
+  return us;
 }
 
-/** Bare baseline: start a worker thread, run one function, let it exit. */
+/** Start a worker thread that posts once and exits; ms. */
 async function bareWorkerStart() {
   const t = performance.now();
   const worker = new Worker(`require('node:worker_threads').parentPort.postMessage('done')`, { eval: true, env: {} });
-  await new Promise((resolve) => worker.once('message', resolve));
-  await new Promise((resolve) => worker.once('exit', resolve));
+  // Both listeners before either event: the exit can follow the message within one turn.
+  const message = new Promise((resolve) => worker.once('message', resolve));
+  const exit = new Promise((resolve) => worker.once('exit', resolve));
+  await message;
+  await exit;
   return performance.now() - t;
 }
 
-const tasks = await loadTasks(['fixtures/bench/tasks.mjs']);
-const zero = tasks.find((t) => t.task.id === 'bench/calls-0').task;
-const thousand = tasks.find((t) => t.task.id === 'bench/calls-1000').task;
-const pool = new AgentPool({ maxThreads: 4 });
+const byId = async (file) => new Map((await loadTasks([file])).map((t) => [t.task.id, t.task]));
+const bench = await byId('fixtures/bench/tasks.mjs');
 
-// Per call.
-const bare = median([await bareRoundTrip(CALLS), await bareRoundTrip(CALLS), await bareRoundTrip(CALLS)]);
+// toolCall
+log('toolCall …');
+const CALLS = 1000;
+const bareRttUs = median([await bareRoundTrip(CALLS), await bareRoundTrip(CALLS), await bareRoundTrip(CALLS)]);
+const pool = new AgentPool({ maxThreads: 4 });
 const callSamples = [];
 for (let i = 0; i < 5; i++) {
-  const r = await runRollout({ task: thousand, agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool, seed: 1 });
+  const r = await runRollout({ task: bench.get('bench/calls-1000'), agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool, seed: 1 });
   if (r.status !== 'passed') throw new Error(`bench rollout failed: ${JSON.stringify(r)}`);
-  const { readFileSync } = await import('node:fs');
   const run = JSON.parse(readFileSync(join(r.runDir, 'run.json'), 'utf8'));
-  callSamples.push((run.agentTimeMs + run.toolTimeMs) / CALLS);
+  callSamples.push(((run.agentTimeMs + run.toolTimeMs) / CALLS) * 1000);
 }
-const siloCall = median(callSamples);
+const siloUs = median(callSamples);
 
-// Per rollout.
-const bareStarts = [];
-for (let i = 0; i < 20; i++) bareStarts.push(await bareWorkerStart());
-const bareStart = median(bareStarts);
-const rolloutSamples = [];
-for (let i = 0; i < ROLLOUTS; i++) {
-  const t = performance.now();
-  await runRollout({ task: zero, agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool, seed: 1 });
-  rolloutSamples.push(performance.now() - t);
-}
-const siloRollout = median(rolloutSamples);
-const tsSamples = [];
-for (let i = 0; i < 10; i++) {
-  const t = performance.now();
-  await runRollout({ task: zero, agent: 'fixtures/agents/do-nothing.ts', outDir: out, pool, seed: 1 });
-  tsSamples.push(performance.now() - t);
-}
-const tsRollout = median(tsSamples);
+// rollout
+log('rollout …');
+const starts = [];
+for (let i = 0; i < 20; i++) starts.push(await bareWorkerStart());
+const bareWorkerMs = median(starts);
+const trivial = bench.get('bench/calls-0');
+const timeRollouts = async (n, usePool) => {
+  const samples = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await runRollout({ task: trivial, agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool: usePool, seed: 1 });
+    samples.push(performance.now() - t);
+  }
+  return median(samples);
+};
+const isolatedMs = await timeRollouts(40, pool);
 await pool.destroy();
+const reusePool = new AgentPool({ maxThreads: 1, reuse: true });
+await timeRollouts(5, reusePool);
+const reuseMs = await timeRollouts(40, reusePool);
+await reusePool.destroy();
+
+// concurrency
+log('concurrency (256 rollouts × 5 × 200 ms) …');
+const ROLLOUTS = 256;
+let peakRss = process.memoryUsage().rss;
+const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
+const tc = performance.now();
+const summary = await runEval({
+  paths: ['fixtures/bench/tasks.mjs'],
+  task: ['bench/wait'],
+  agent: 'fixtures/agents/bench-waiter.mjs',
+  trials: ROLLOUTS,
+  concurrency: ROLLOUTS,
+  outDir: out,
+});
+const wallMs = performance.now() - tc;
+clearInterval(sampler);
+if (summary.totals.passed !== ROLLOUTS) throw new Error(`concurrency bench passed ${summary.totals.passed} of ${ROLLOUTS}`);
+// The same with warm, reused workers: what the pool and the host cost without a thread per rollout.
+const tr = performance.now();
+await runEval({ paths: ['fixtures/bench/tasks.mjs'], task: ['bench/wait'], agent: 'fixtures/agents/bench-waiter.mjs', trials: ROLLOUTS, concurrency: ROLLOUTS, outDir: out, reuseWorkers: true });
+const reuseWallMs = performance.now() - tr;
+const idealMs = 5 * 200;
+
+// worldScaling
+log('worldScaling …');
+const { timings, makeWorld } = await import('../fixtures/bench/worlds.tasks.mjs');
+const worlds = await byId('fixtures/bench/worlds.tasks.mjs');
+const worldPool = new AgentPool({ maxThreads: 2 });
+const worldScaling = [];
+for (const [label, bytes] of [['10kb', 10_000], ['1mb', 1_000_000], ['10mb', 10_000_000]]) {
+  const world = makeWorld(bytes);
+  const worldBytes = JSON.stringify(world).length;
+  const clones = [];
+  for (let i = 0; i < 5; i++) {
+    const t = performance.now();
+    structuredClone(world);
+    clones.push(performance.now() - t);
+  }
+  const host = [];
+  for (let i = 0; i < 4; i++) {
+    timings.createStateMs = 0;
+    timings.verifyMs = 0;
+    const t = performance.now();
+    const r = await runRollout({ task: worlds.get(`bench/world-${label}`), agent: 'fixtures/agents/bench-toucher.mjs', outDir: out, pool: worldPool, seed: 1 });
+    const wall = performance.now() - t;
+    if (r.status !== 'passed') throw new Error(`world bench failed: ${JSON.stringify(r.checks)}`);
+    // The first rollout of an environment also pays for the freshness probe's second createState.
+    if (i > 0) host.push(wall - timings.createStateMs - timings.verifyMs);
+  }
+  const cloneMs = median(clones);
+  const hostMs = median(host);
+  worldScaling.push({ worldBytes, cloneMs: round(cloneMs), hostMs: round(hostMs), ratio: round(hostMs / cloneMs, 2) });
+}
+await worldPool.destroy();
 rmSync(out, { recursive: true, force: true });
 
-const row = (name, value, base, unit = 'ms') =>
-  `${name.padEnd(44)} ${value.toFixed(3).padStart(9)} ${unit}${base ? `   ${(value / base).toFixed(1).padStart(5)}× baseline` : ''}`;
-console.log(`Silo bench · node ${process.versions.node} · ${new Date().toISOString()}`);
-console.log('');
-console.log(row('baseline: bare MessagePort JSON round trip', bare));
-console.log(row('Silo tool call (sequential, median of 5×1000)', siloCall, bare));
-console.log(row('  overhead per call', siloCall - bare));
-console.log('');
-console.log(row('baseline: bare worker start + exit', bareStart));
-console.log(row(`Silo rollout, JS agent (median of ${ROLLOUTS})`, siloRollout, bareStart));
-console.log(row('Silo rollout, TypeScript agent (median of 10)', tsRollout, bareStart));
+const result = {
+  node: process.versions.node,
+  toolCall: { bareRttUs: round(bareRttUs, 1), siloUs: round(siloUs, 1), ratio: round(siloUs / bareRttUs, 2) },
+  rollout: { bareWorkerMs: round(bareWorkerMs, 2), isolatedMs: round(isolatedMs, 2), ratio: round(isolatedMs / bareWorkerMs, 2), reuseMs: round(reuseMs, 2) },
+  concurrency: {
+    rollouts: ROLLOUTS,
+    idealMs,
+    wallMs: round(wallMs, 0),
+    ratio: round(wallMs / idealMs, 2),
+    peakRssMb: round(peakRss / 2 ** 20, 0),
+    reuseWallMs: round(reuseWallMs, 0),
+    reuseRatio: round(reuseWallMs / idealMs, 2),
+  },
+  worldScaling,
+};
+
+if (json) {
+  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+} else {
+  const r = result;
+  console.log(`Silo bench · node ${r.node} · ${new Date().toISOString()}\n`);
+  console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5)`);
+  console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2)`);
+  console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
+  for (const w of r.worldScaling) {
+    console.log(`world ${String(Math.round(w.worldBytes / 1000)).padStart(6)} KB  structuredClone ${w.cloneMs} ms · Silo host work ${w.hostMs} ms · ratio ${w.ratio}`);
+  }
+  console.log('\n(targets from the eval-at-scale issue; worldScaling aims for ≤ 1.0 at 10 MB)');
+}
