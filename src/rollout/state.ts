@@ -111,9 +111,14 @@ function staleWorld(name: string): EnvironmentError {
 export function hashWorld(world: unknown): string {
   let text: string;
   try {
-    text = JSON.stringify(world, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) ?? 'undefined';
+    // Plain JSON.stringify first: a replacer function makes it several times slower on big worlds.
+    text = JSON.stringify(world) ?? 'undefined';
   } catch {
-    text = 'unhashable';
+    try {
+      text = JSON.stringify(world, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) ?? 'undefined';
+    } catch {
+      text = 'unhashable';
+    }
   }
   return createHash('sha256').update(text).digest('hex');
 }
