@@ -8,5 +8,7 @@ export { runEval } from './eval/run-eval.js';
 export type { EvalOptions, EvalProgress } from './eval/run-eval.js';
 export { loadTasks } from './load.js';
 export type { LoadedTask } from './load.js';
+export { checkTasks } from './check/check.js';
+export type { CheckOptions, CheckProgress, CheckReport, CheckSummary, Finding, FindingCode, CheckName } from './check/types.js';
 export { DEFAULT_LIMITS } from './options.js';
 export type * from './types.js';

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { describeError, SiloError } from '../errors.js';
 import { SILO_VERSION } from '../paths.js';
 import { closeSharedPool } from '../pool/pool.js';
+import { registerCheck } from './check.js';
 import { registerEval } from './eval.js';
 import { registerLs } from './ls.js';
 import { registerRun } from './run.js';
@@ -26,6 +27,7 @@ export function createProgram(): Command {
   registerEval(program);
   registerShow(program);
   registerTools(program);
+  registerCheck(program);
   registerLs(program);
   for (const command of program.commands) command.exitOverride();
   return program;
