@@ -1,32 +1,14 @@
-import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
+import { runSilo } from './silo.js';
 
 // The check's rollouts write to a temporary folder; this one is the check's os.tmpdir().
 const tmp = tempDir('silo-check-cli-');
 afterAll(() => tmp.remove());
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
-/** Runs the built `silo` binary, as a user would. */
-function silo(...args: string[]): Promise<Ran> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['dist/src/cli/bin.js', ...args],
-      { env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', TMPDIR: tmp.dir }, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const silo = (...args: string[]) => runSilo(args, { TMPDIR: tmp.dir });
 
 const DIR = 'fixtures/tasks/check';
 

@@ -1,32 +1,14 @@
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
+import { runSilo } from './silo.js';
 
 const out = tempDir('silo-cli-');
 afterAll(() => out.remove());
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
-/** Runs the built `silo` binary, as a user would. */
-function silo(...args: string[]): Promise<Ran> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['dist/src/cli/bin.js', ...args],
-      { env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' }, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const silo = (...args: string[]) => runSilo(args);
 
 const TASKS = 'fixtures/helpdesk/tasks.ts';
 const SOLVER = 'fixtures/agents/helpdesk-solver.ts';

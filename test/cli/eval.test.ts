@@ -3,12 +3,13 @@
  * codes, reporters, where progress goes, one-line set-up errors, and Ctrl-C (exit 130, a summary
  * that says cancelled, no torn file).
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EvalRunLine, EvalSummary } from '../../src/types.js';
 import { tempDir } from '../helpers.js';
+import { BIN, PLAIN_ENV as ENV, runSilo } from './silo.js';
 
 const tmp = tempDir('silo-cli-eval-');
 afterAll(() => tmp.remove());
@@ -18,29 +19,14 @@ function outDir(): string {
   return join(tmp.dir, `out-${outs++}`);
 }
 
-const ENV = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
-const BIN = 'dist/src/cli/bin.js';
 const HELPDESK = 'fixtures/helpdesk';
 const QUICK = 'fixtures/eval/quick.tasks.mjs';
 const SOLVER = 'fixtures/agents/helpdesk-solver.ts';
 /** Passes 1 of the 6 helpdesk tasks (close-ticket). */
 const HALLUCINATOR = 'fixtures/agents/hallucinator.ts';
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
-/** Runs the built `silo` binary, as a user would. */
-function silo(...args: string[]): Promise<Ran> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: ENV, timeout: 60_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : null) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const silo = (...args: string[]) => runSilo(args);
 
 /** The one eval folder under `out`, and its summary. */
 function theEval(out: string): { dir: string; summary: EvalSummary } {

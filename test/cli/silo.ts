@@ -1,0 +1,22 @@
+/** Runs the built `silo` binary in a child process, as a user would, with colours off. */
+import { execFile } from 'node:child_process';
+
+export interface Ran {
+  /** The exit code; null when the process was killed by a signal. */
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export const BIN = 'dist/src/cli/bin.js';
+export const PLAIN_ENV = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
+
+/** `env` is added to a colourless copy of this process's environment. */
+export function runSilo(args: string[], env: Record<string, string> = {}): Promise<Ran> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...PLAIN_ENV, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : null) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
