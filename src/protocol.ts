@@ -41,6 +41,8 @@ export type WorkerMessage =
     }
   | { brand: typeof BRAND; type: 'log'; message: string; data?: unknown; stream?: 'stdout' | 'stderr' }
   | { brand: typeof BRAND; type: 'started' }
+  /** The agent is ending its worker (process.exit, an uncaught exception): its doing, not Silo's. */
+  | { brand: typeof BRAND; type: 'exiting'; reason: string }
   | {
       brand: typeof BRAND;
       type: 'done';

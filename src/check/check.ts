@@ -74,7 +74,13 @@ export async function checkLoadedTasks(tasks: readonly LoadedTask[], options: Ch
   let doNothingRan = 0;
   let solutionsRan = 0;
   let done = 0;
-  const progress = (): void => options.onProgress?.({ done, total: tasks.length, elapsedMs: performance.now() - t0 });
+  const progress = (): void => {
+    try {
+      options.onProgress?.({ done, total: tasks.length, elapsedMs: performance.now() - t0 });
+    } catch (error) {
+      failure ??= { error };
+    }
+  };
 
   const outDir = mkdtempSync(join(tmpdir(), 'silo-check-'));
   // The built-in agent is trusted: warm, reused workers make hundreds of rollouts cheap. Every
@@ -84,8 +90,18 @@ export async function checkLoadedTasks(tasks: readonly LoadedTask[], options: Ch
   const pool = new AgentPool({ maxThreads: threads, minThreads: threads, reuse: true });
   if (signal) setMaxListeners(threads + 16, signal);
   let next = 0;
+  // A fault in one slot stops the others from taking more tasks; it is rethrown once all have
+  // stopped, so nothing runs after the pool is gone and the temporary folder removed.
+  let failure: { error: unknown } | undefined;
   const slot = async (): Promise<void> => {
-    while (next < runnable.length && !signal?.aborted) {
+    try {
+      await work();
+    } catch (error) {
+      failure ??= { error };
+    }
+  };
+  const work = async (): Promise<void> => {
+    while (next < runnable.length && !signal?.aborted && !failure) {
       const i = runnable[next++]!;
       const loaded = tasks[i]!;
       const nothing = await checkDoNothing(loaded, { pool, outDir, seed, ...(signal ? { signal } : {}) });
@@ -109,6 +125,7 @@ export async function checkLoadedTasks(tasks: readonly LoadedTask[], options: Ch
     await pool.destroy();
     rmSync(outDir, { recursive: true, force: true });
   }
+  if (failure) throw failure.error;
 
   const findings = [...environmentFindings, ...taskFindings.flat()];
   const checked: Record<CheckName, [number, number]> = {

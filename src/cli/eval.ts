@@ -57,13 +57,28 @@ export function registerEval(program: Command): void {
         '2 usage or set-up error.\n' +
         'Example:\n  silo eval fixtures/helpdesk --agent fixtures/agents/helpdesk-solver.ts --trials 4',
     )
-    .action(async (paths: string[], flags: EvalFlags) => {
+    .action(async (paths: string[], flags: EvalFlags, command: Command) => {
+      if (flags.resume !== undefined) refuseWithResume(paths, command);
       process.exitCode = await evalCommand(paths, flags);
     });
 }
 
+/** Options an eval stores and `--resume` reuses: giving them again would be silently ignored. */
+const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory'] as const;
+
+function refuseWithResume(paths: string[], command: Command): void {
+  const given = STORED.filter((key) => command.getOptionValueSource(key) === 'cli').map((key) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+  if (paths.length > 0) given.unshift('task paths');
+  if (given.length > 0) {
+    throw new SiloError(
+      'SILO_USAGE',
+      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --min-pass-rate and --out can)`,
+    );
+  }
+}
+
 function rate(value: string): number {
-  const n = Number(value);
+  const n = value.trim() === '' ? Number.NaN : Number(value);
   if (!(n >= 0 && n <= 1)) throw new SiloError('SILO_USAGE', `--min-pass-rate takes a number from 0 to 1 (got '${value}')`);
   return n;
 }

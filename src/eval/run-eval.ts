@@ -119,8 +119,17 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   await store.writeSummary(summary('running'));
   const total = tally.counts().done + pairs.length;
   let running = 0;
-  const progress = (): void =>
-    options.onProgress?.({ evalId, total, ...tally.counts(), retries: tally.retries, running, elapsedMs: performance.now() - t0 });
+  // A set-up error in one rollout (say the agent file was removed), or a progress callback that
+  // throws, stops scheduling; the runs already under way finish, the summary says `error`, and
+  // runEval rethrows it.
+  let failure: { error: unknown } | undefined;
+  const progress = (): void => {
+    try {
+      options.onProgress?.({ evalId, total, ...tally.counts(), retries: tally.retries, running, elapsedMs: performance.now() - t0 });
+    } catch (error) {
+      failure ??= { error };
+    }
+  };
 
   // The summary on disk follows the eval, without a write per run.
   let dirty = false;
@@ -161,9 +170,6 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
       progress();
     }
   };
-  // A set-up error in one rollout (say the agent file was removed) stops scheduling; the runs
-  // already under way finish, the summary says `error`, and runEval rethrows it.
-  let failure: { error: unknown } | undefined;
   const slot = async (): Promise<void> => {
     while (next < pairs.length && !signal?.aborted && !failure) {
       const pair = pairs[next++]!;
@@ -185,7 +191,9 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     await pool.destroy();
     await store.close();
   }
-  const final = summary(failure ? 'error' : signal?.aborted ? 'cancelled' : 'completed');
+  // A cancel that came after the last pair finished cancelled nothing.
+  const cancelled = signal?.aborted === true && tally.counts().done < total;
+  const final = summary(failure ? 'error' : cancelled ? 'cancelled' : 'completed');
   await writing;
   await store.writeSummary(final);
   progress();
@@ -193,9 +201,13 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   return final;
 }
 
-/** A crashed worker or a fault of Silo's own: not the agent's doing, so worth another try. */
+/**
+ * A worker that crashed on its own, or a fault of Silo's: not the agent's doing, so worth another
+ * try. A worker the agent ended itself (`agent_exit`: process.exit, an uncaught exception) is the
+ * agent's result.
+ */
 export function isInfrastructureFailure(result: Pick<RunResult, 'termination' | 'error'>): boolean {
-  return result.termination === 'crashed' || result.error?.code === 'internal_error';
+  return (result.termination === 'crashed' && result.error?.code !== 'agent_exit') || result.error?.code === 'internal_error';
 }
 
 function toLine(result: RunResult, trial: number, retried: boolean): EvalRunLine {

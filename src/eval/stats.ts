@@ -51,6 +51,9 @@ export function estimators(trials: number, n: number, c: number): { passAtK: Rec
 export function wilson95(c: number, n: number): [number, number] | null {
   if (n === 0) return null;
   const z = 1.959963984540054;
+  // At the edges the bound is exact (floating point would leave 1e-17 instead of 0).
+  if (c === 0) return [0, (z * z) / (n + z * z)];
+  if (c === n) return [n / (n + z * z), 1];
   const p = c / n;
   const z2 = z * z;
   const denominator = 1 + z2 / n;

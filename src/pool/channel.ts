@@ -21,6 +21,8 @@ export interface ChannelHandlers {
   log(msg: Extract<WorkerMessage, { type: 'log' }>): boolean;
   /** The worker has taken the rollout: the wall clock starts. */
   started(): void;
+  /** The agent is ending its worker; a crash that follows is the agent's doing. */
+  exiting(reason: string): void;
   /** A message that broke the protocol (oversized, not JSON, unknown); it was dropped. */
   dropped(reason: string): void;
 }
@@ -128,6 +130,8 @@ export class HostChannel {
         return;
       case 'started':
         return handlers.started();
+      case 'exiting':
+        return handlers.exiting(typeof msg.reason === 'string' ? msg.reason.slice(0, 1_000) : 'unknown');
       case 'done':
         return this.#finish(msg);
     }
@@ -242,7 +246,7 @@ export function nestingDepth(text: string, stopAt: number): number {
 /** How the worker's log messages begin (JSON.stringify keeps key order). */
 const LOG_PREFIX = `{"brand":"${BRAND}","type":"log"`;
 
-const TYPES = new Set(['call', 'log', 'started', 'done']);
+const TYPES = new Set(['call', 'log', 'started', 'exiting', 'done']);
 
 function isMessage(msg: unknown): msg is WorkerMessage {
   if (typeof msg !== 'object' || msg === null) return false;

@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '../protocol.js';
 import { LOG_BUDGET_NOTE, LogBudget } from '../rollout/logs.js';
 import { captureOutput } from '../rollout/output.js';
-import { describeModuleError, toErrorInfo } from '../errors.js';
+import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
 import { isTypeScript } from '../paths.js';
 import type { AgentArgs, ToolResult } from '../types.js';
 
@@ -63,6 +63,7 @@ async function runOnce(task: WorkerTask): Promise<void> {
     else send({ brand: BRAND, type: 'log', message: LOG_BUDGET_NOTE, stream: 'stderr' });
   };
   captureConsole(sendLog);
+  reportAgentExits(send);
   // The wall clock starts now, so an agent module that never finishes loading also times out.
   send({ brand: BRAND, type: 'started' });
 
@@ -160,6 +161,22 @@ function encodeCall(id: number, name: string, input: unknown, maxBytes: number):
     return { ...base, inputBytes: bytes, inputError: { kind: 'too_large', message: `input is ${bytes} bytes` } };
   }
   return { ...base, input: JSON.parse(text) as unknown, inputBytes: bytes };
+}
+
+/**
+ * An agent that ends its own worker (process.exit, an exception thrown from a stray callback)
+ * says so first, so the host records the crash as the agent's doing and does not retry it as an
+ * infrastructure failure. The runtime's own exit (finish) uses exitThread and says nothing.
+ */
+function reportAgentExits(send: Send): void {
+  process.exit = ((code?: number | string | null) => {
+    send({ brand: BRAND, type: 'exiting', reason: `the agent called process.exit(${code ?? ''})` });
+    return exitThread(code ?? undefined);
+  }) as typeof process.exit;
+  process.on('uncaughtException', (err) => {
+    send({ brand: BRAND, type: 'exiting', reason: `uncaught exception in the agent: ${describeError(err)}` });
+    exitThread(1);
+  });
 }
 
 /** Routes the agent's console and stdout/stderr into the trace instead of Silo's own output. */

@@ -53,6 +53,8 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   const terminate = new AbortController();
   let graceTimer: NodeJS.Timeout | undefined;
   let startedAt: number | undefined;
+  /** Set when the agent ended its own worker. */
+  let exitReason: string | undefined;
 
   const guard = new LimitGuard(limits, (fired) => {
     trace.add({ type: 'limit_exceeded', limit: fired.limit, message: fired.reason });
@@ -83,6 +85,9 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
           ...(msg.stream === undefined ? {} : { stream: msg.stream }),
         });
         return true;
+      },
+      exiting: (reason) => {
+        exitReason ??= reason;
       },
       started: () => {
         startedAt ??= performance.now();
@@ -143,7 +148,10 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     trace.add({ type: 'limit_exceeded', limit: 'memoryMb', message });
     return { ...base, termination: 'out_of_memory', output: null, outputTruncated: false, error: { code: 'out_of_memory', message } };
   }
-  const error = { code: 'crashed', message: `the agent's worker ended before the agent returned (${exitInfo.message})` };
+  const error =
+    exitReason === undefined
+      ? { code: 'crashed', message: `the agent's worker ended before the agent returned (${exitInfo.message})` }
+      : { code: 'agent_exit', message: `the agent ended its worker before returning: ${exitReason}` };
   trace.add({ type: 'agent_threw', error });
   return { ...base, termination: 'crashed', output: null, outputTruncated: false, error };
 }

@@ -122,6 +122,11 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   if (!error && graded?.status === 'error') error = graded.error;
   const status = error ? 'error' : (graded?.status ?? 'error');
   const score = error ? null : (graded?.score ?? null);
+  // A graded run whose agent crashed or ran out of memory keeps its grade and says why it ended
+  // (an eval tells a worker that crashed on its own from one the agent ended: agent_exit).
+  if (!error && (termination === 'crashed' || termination === 'out_of_memory') && phase?.error) {
+    error = { code: phase.error.code, message: phase.error.message };
+  }
   const checks = graded?.checks ?? [];
   const output = phase?.output ?? null;
 

@@ -153,6 +153,15 @@ describe('silo eval', () => {
     expect(existsSync(join(out, 'runs'))).toBe(false);
   });
 
+  it('refuses options that --resume would silently ignore, and an empty --min-pass-rate', async () => {
+    const r = await silo('eval', QUICK, '--agent', 'fixtures/agents/plain.js', '--trials', '7', '--resume', 'NOPE');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--resume keeps the eval's stored options, so task paths, --agent, --trials cannot be given/);
+    const empty = await silo('eval', QUICK, '--agent', 'fixtures/agents/plain.js', '--min-pass-rate', '');
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/--min-pass-rate takes a number from 0 to 1/);
+  });
+
   it('has --help', async () => {
     const r = await silo('eval', '--help');
     expect(r.code).toBe(0);

@@ -341,7 +341,7 @@ describe('cancel and resume', () => {
 describe('retries', () => {
   it('retries a crashed worker `retries` times, counts retries apart, and counts the last attempt as the trial', async () => {
     const out = outDir();
-    const summary = await runEval({ paths: [QUICK], agent: agent('exits.mjs'), retries: 1, concurrency: 3, limits: { graceMs: 100 }, outDir: out });
+    const summary = await runEval({ paths: [QUICK], agent: agent('dies-silently.mjs'), retries: 1, concurrency: 3, limits: { graceMs: 100 }, outDir: out });
     expect(summary.status).toBe('completed');
     // The last attempt counts: a crash is graded on the world as the agent left it (no answer: failed).
     expect(summary.totals).toMatchObject({ runs: 3, passed: 0, failed: 3, errors: 0, retries: 3, passRate: 0 });
@@ -360,9 +360,22 @@ describe('retries', () => {
     expect(runs.every((r) => r.run.termination === 'crashed')).toBe(true);
   });
 
+  it('does not retry an agent that ended its own worker (process.exit): that is its result', async () => {
+    const out = outDir();
+    const summary = await runEval({ paths: [QUICK], agent: agent('exits.mjs'), retries: 2, concurrency: 3, limits: { graceMs: 100 }, outDir: out });
+    expect(summary.totals).toMatchObject({ runs: 3, failed: 3, retries: 0 });
+    const lines = runLines(out, summary.evalId);
+    expect(lines).toHaveLength(3);
+    expect(lines.every((l) => l.termination === 'crashed' && l.error?.code === 'agent_exit' && !l.retried)).toBe(true);
+    // A resume finds every pair finished and runs nothing.
+    const resumed = await runEval({ resume: summary.evalId, outDir: out });
+    expect(runLines(out, summary.evalId)).toHaveLength(3);
+    expect(resumed.totals).toMatchObject({ runs: 3, retries: 0 });
+  });
+
   it('on resume runs again the pairs whose last run was lost to infrastructure, counting the lost run as a retry', async () => {
     const out = outDir();
-    const first = await runEval({ paths: [QUICK], agent: agent('exits.mjs'), retries: 0, concurrency: 3, limits: { graceMs: 100 }, outDir: out });
+    const first = await runEval({ paths: [QUICK], agent: agent('dies-silently.mjs'), retries: 0, concurrency: 3, limits: { graceMs: 100 }, outDir: out });
     expect(first.totals).toMatchObject({ runs: 3, failed: 3, retries: 0 });
     const resumed = await runEval({ resume: first.evalId, outDir: out });
     // Each pair ran once more; the earlier crashes are retries now, not trials.
@@ -415,5 +428,41 @@ describe('reuse workers', () => {
 
   it('with reuseWorkers, each rollout still gets a fresh instance of the agent module', async () => {
     expect(await outputs('module-counter.mjs', true)).toEqual(['1', '1', '1', '1', '1', '1']);
+  });
+});
+
+describe('runEval failures of its own', () => {
+  it('stops, writes an error summary and rethrows when onProgress throws', async () => {
+    const out = outDir();
+    await expect(
+      runEval({
+        paths: [QUICK],
+        agent: agent('slow-answer.mjs'),
+        trials: 3,
+        concurrency: 2,
+        outDir: out,
+        onProgress: () => {
+          throw new Error('progress display broke');
+        },
+      }),
+    ).rejects.toThrow('progress display broke');
+    const evals = readdirSync(join(out, 'evals'));
+    const summary = JSON.parse(readFileSync(join(out, 'evals', evals[0]!, 'summary.json'), 'utf8')) as EvalSummary;
+    expect(summary.status).toBe('error');
+  });
+
+  it('says completed, not cancelled, when the cancel came after the last pair finished', async () => {
+    const out = outDir();
+    const cancel = new AbortController();
+    const summary = await runEval({
+      paths: [QUICK],
+      agent: agent('slow-answer.mjs'),
+      outDir: out,
+      signal: cancel.signal,
+      onProgress: (p) => {
+        if (p.done === p.total) cancel.abort();
+      },
+    });
+    expect(summary.status).toBe('completed');
   });
 });

@@ -142,6 +142,9 @@ describe('wilson95', () => {
 
   it('is null with no graded runs', () => {
     expect(wilson95(0, 0)).toBeNull();
+    // Exact at the edges: nothing passed means a lower bound of 0, everything passed an upper of 1.
+    expect(wilson95(0, 10)![0]).toBe(0);
+    expect(wilson95(10, 10)![1]).toBe(1);
   });
 });
 

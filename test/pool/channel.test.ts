@@ -23,6 +23,7 @@ function setup(
     call: vi.fn(call),
     log: vi.fn(),
     started: vi.fn(),
+    exiting: vi.fn(),
     dropped: vi.fn(),
   };
   const channel = new HostChannel(handlers, maxChars, inputCaps);

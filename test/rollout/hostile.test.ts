@@ -61,7 +61,13 @@ async function roll(world: TestWorld, agent: string, limits: Partial<Limits> = {
 function expectGraded(world: TestWorld, { result, files }: Rollout, status: 'passed' | 'failed'): void {
   expect(world.verified).toBe(1);
   expect(result.status).toBe(status);
-  expect(result.error).toBeUndefined();
+  // A graded run carries an error only to say why its agent's worker ended early.
+  if (result.termination === 'crashed' || result.termination === 'out_of_memory') {
+    expect(result.error?.code).toMatch(/^(crashed|agent_exit|out_of_memory)$/);
+    expect(files.result.error).toEqual(result.error);
+  } else {
+    expect(result.error).toBeUndefined();
+  }
   expect(result.checks.length).toBeGreaterThan(0);
   expect(files.result.checks).toEqual(result.checks);
   if (status === 'passed') expect(files.result.score).toBe(1);
@@ -116,9 +122,11 @@ describe('an agent that fails hard', () => {
     // The write made before the exit is part of the graded world.
     expect(world.final?.values).toEqual({ 'before-exit': true });
     expect(run.files.run.toolCalls).toBe(1);
+    // The agent said it was leaving, so the crash is its own doing (an eval will not retry it).
     expect(eventsOf(run.files.trace, 'agent_threw')).toEqual([
-      expect.objectContaining({ error: expect.objectContaining({ code: 'crashed' }) }),
+      expect.objectContaining({ error: expect.objectContaining({ code: 'agent_exit', message: expect.stringMatching(/process\.exit\(3\)/) }) }),
     ]);
+    expect(run.result.error?.code).toBe('agent_exit');
   });
 
   it('ends a memory bomb as out_of_memory and grades the world', async () => {
