@@ -153,6 +153,54 @@ for (const [label, bytes] of [['10kb', 10_000], ['1mb', 1_000_000], ['10mb', 10_
   worldScaling.push({ worldBytes, cloneMs: round(cloneMs), hostMs: round(hostMs), ratio: round(hostMs / cloneMs, 2) });
 }
 await worldPool.destroy();
+
+// retail: the host work of one rollout on the tau-bench retail world (~1.6 MB), phase by phase,
+// on the gold actions of a dev task; and a whole rollout with the oracle agent.
+log('retail …');
+const { createContext, hashWorld } = await import('../dist/src/rollout/state.js');
+const { diffWorld } = await import('../dist/src/rollout/diff.js');
+const retailTasks = await byId('fixtures/retail/tasks.ts');
+const retailTask = retailTasks.get('retail/dev/0');
+const env = retailTask.environment;
+const phases = { createStateMs: [], snapshotMs: [], hashMs: [], diffMs: [], verifyMs: [] };
+const time = (key, fn) => {
+  const t = performance.now();
+  const value = fn();
+  phases[key].push(performance.now() - t);
+  return value;
+};
+for (let i = 0; i < 7; i++) {
+  const ctx = createContext(1, undefined);
+  const state = await time('createStateMs', () => env.createState(ctx));
+  const initial = time('snapshotMs', () => structuredClone(state));
+  time('hashMs', () => hashWorld(initial));
+  for (const call of retailTask.solution.calls) {
+    try {
+      await env.tools.find((t) => t.name === call.name).run(state, call.input, ctx);
+    } catch {
+      // gold actions may fail, as in tau-bench
+    }
+  }
+  time('diffMs', () => diffWorld(initial, state));
+  const t = performance.now();
+  await retailTask.verify({ initial, final: state, output: String(retailTask.solution.output ?? ''), trace: [] });
+  phases.verifyMs.push(performance.now() - t);
+}
+const retailPhases = Object.fromEntries(Object.entries(phases).map(([k, xs]) => [k, round(median(xs.slice(1)), 2)]));
+const retailPool = new AgentPool({ maxThreads: 2 });
+const retailRollouts = [];
+for (let i = 0; i < 6; i++) {
+  const t = performance.now();
+  await runRollout({ task: retailTask, agent: 'fixtures/agents/retail-oracle.ts', outDir: out, pool: retailPool, seed: 1 });
+  retailRollouts.push(performance.now() - t);
+}
+await retailPool.destroy();
+const retail = {
+  worldBytes: JSON.stringify(await env.createState(createContext(1, undefined))).length,
+  ...retailPhases,
+  siloHostMs: round(retailPhases.snapshotMs + retailPhases.hashMs + retailPhases.diffMs, 2),
+  rolloutMs: round(median(retailRollouts.slice(1)), 1),
+};
 rmSync(out, { recursive: true, force: true });
 
 const result = {
@@ -169,6 +217,7 @@ const result = {
     reuseRatio: round(reuseWallMs / idealMs, 2),
   },
   worldScaling,
+  retail,
 };
 
 if (json) {
@@ -182,5 +231,9 @@ if (json) {
   for (const w of r.worldScaling) {
     console.log(`world ${String(Math.round(w.worldBytes / 1000)).padStart(6)} KB  structuredClone ${w.cloneMs} ms · Silo host work ${w.hostMs} ms · ratio ${w.ratio}`);
   }
+  const t = r.retail;
+  console.log(
+    `retail       ${Math.round(t.worldBytes / 1000)} KB world · createState ${t.createStateMs} ms · snapshot ${t.snapshotMs} ms · hash ${t.hashMs} ms · diff ${t.diffMs} ms · verify ${t.verifyMs} ms · Silo's part ${t.siloHostMs} ms · whole rollout (oracle, TypeScript) ${t.rolloutMs} ms`,
+  );
   console.log('\n(targets from the eval-at-scale issue; worldScaling aims for ≤ 1.0 at 10 MB)');
 }
