@@ -155,9 +155,8 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     termination,
     ...(error ? { error } : {}),
   };
-  await trace.close();
-  await artifacts.writeDiff(changes);
-  await artifacts.writeResult(result);
+  // These three are independent; run.json waits for all of them.
+  await Promise.all([trace.close(), artifacts.writeDiff(changes), artifacts.writeResult(result)]);
   // run.json last: once it leaves "running", every other file is complete.
   await artifacts.writeRun(record);
 
