@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { CHECK_DEFAULTS, checkTasks } from '../check/check.js';
 import { formatReport } from '../check/format.js';
 import type { CheckProgress, CheckReport } from '../check/types.js';
-import { PLAIN_PROGRESS_MS } from '../eval/progress.js';
+import { linePrinter, type ProgressPrinter } from '../eval/progress.js';
 import { createStyle } from '../inspect/style.js';
 import { collect, integer } from './options.js';
 import { onInterrupt } from './signals.js';
@@ -83,25 +83,7 @@ async function checkCommand(files: string[], flags: CheckFlags): Promise<number>
 }
 
 /** A live line on a terminal; elsewhere a plain line every few seconds (short checks print none). */
-function progressPrinter(stream: NodeJS.WriteStream): { update(p: CheckProgress): void; done(): void } {
-  const live = stream.isTTY === true && process.env.TERM !== 'dumb';
-  let last = Date.now();
-  let shown = false;
-  return {
-    update(p) {
-      const now = Date.now();
-      if (now - last < (live ? 100 : PLAIN_PROGRESS_MS) || p.done >= p.total) return;
-      last = now;
-      const text = `checked ${p.done}/${p.total} tasks · ${Math.round(p.elapsedMs / 1000)}s`;
-      if (live) {
-        stream.write(`\r\u001b[2K${text}`);
-        shown = true;
-      } else {
-        stream.write(`${text}\n`);
-      }
-    },
-    done() {
-      if (shown) stream.write('\r\u001b[2K');
-    },
-  };
+function progressPrinter(stream: NodeJS.WriteStream): ProgressPrinter<CheckProgress> {
+  const format = (p: CheckProgress): string => `checked ${p.done}/${p.total} tasks · ${Math.round(p.elapsedMs / 1000)}s`;
+  return linePrinter(stream, format, { finished: (p) => p.done >= p.total, quietStart: true });
 }

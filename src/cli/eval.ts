@@ -7,8 +7,8 @@ import { junitReport, REPORTERS, tableReport, type ReporterName } from '../eval/
 import { runEval } from '../eval/run-eval.js';
 import { EvalStore } from '../eval/store.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RETRIES } from '../options.js';
-import type { EvalSummary, Limits } from '../types.js';
-import { collect, integer } from './options.js';
+import type { EvalSummary } from '../types.js';
+import { collect, integer, limitsFromFlags } from './options.js';
 import { onInterrupt } from './signals.js';
 import { createStyle } from '../inspect/style.js';
 
@@ -88,10 +88,7 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
     if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files or folders, e.g. `silo eval fixtures/helpdesk --agent my-agent.ts`');
     if (!flags.agent) throw new SiloError('SILO_USAGE', "required option '--agent <file>' not specified");
   }
-  const limits: Partial<Limits> = {};
-  if (flags.timeout !== undefined) limits.timeoutMs = flags.timeout;
-  if (flags.maxToolCalls !== undefined) limits.maxToolCalls = flags.maxToolCalls;
-  if (flags.memory !== undefined) limits.memoryMb = flags.memory;
+  const limits = limitsFromFlags(flags);
 
   const printer = progressPrinter(process.stderr);
   const cancel = new AbortController();

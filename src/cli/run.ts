@@ -4,8 +4,8 @@ import { join, relative, resolve } from 'node:path';
 import { loadTasks } from '../load.js';
 import { selectTasks } from '../filter.js';
 import { runRollout } from '../rollout/rollout.js';
-import type { Limits, RunResult } from '../types.js';
-import { collect, integer } from './options.js';
+import type { RunResult } from '../types.js';
+import { collect, integer, limitsFromFlags } from './options.js';
 import { createStyle } from '../inspect/style.js';
 import { ms } from '../inspect/show.js';
 import { onInterrupt } from './signals.js';
@@ -48,10 +48,7 @@ export function registerRun(program: Command): void {
 
 async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   const tasks = selectTasks(await loadTasks([taskFile]), { ...(flags.task ? { task: flags.task } : {}), ...(flags.tag ? { tag: flags.tag } : {}) });
-  const limits: Partial<Limits> = {};
-  if (flags.timeout !== undefined) limits.timeoutMs = flags.timeout;
-  if (flags.maxToolCalls !== undefined) limits.maxToolCalls = flags.maxToolCalls;
-  if (flags.memory !== undefined) limits.memoryMb = flags.memory;
+  const limits = limitsFromFlags(flags);
 
   const s = createStyle(process.stdout);
   const cancel = new AbortController();

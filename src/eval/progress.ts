@@ -9,27 +9,41 @@ export const PLAIN_PROGRESS_MS = 5_000;
 /** How often the live line is redrawn at most. */
 const LIVE_REDRAW_MS = 100;
 
-export interface ProgressPrinter {
-  update(p: EvalProgress): void;
+export interface ProgressPrinter<P = EvalProgress> {
+  update(p: P): void;
   /** Clears the live line (before the report is printed). */
   done(): void;
 }
 
-export function progressPrinter(stream: NodeJS.WriteStream = process.stderr): ProgressPrinter {
+/** The eval's printer: the first update at once, the last one skipped (the report follows). */
+export function progressPrinter(stream: NodeJS.WriteStream = process.stderr): ProgressPrinter<EvalProgress> {
+  return linePrinter(stream, formatProgress, { finished: (p) => p.done >= p.total && p.running === 0, quietStart: false });
+}
+
+/**
+ * A progress line: redrawn in place on a terminal, a plain line every few seconds elsewhere.
+ * `quietStart` waits one interval before the first line, so short work prints nothing.
+ */
+export function linePrinter<P>(
+  stream: NodeJS.WriteStream,
+  format: (p: P) => string,
+  options: { finished: (p: P) => boolean; quietStart: boolean },
+): ProgressPrinter<P> {
   const live = stream.isTTY === true && process.env.TERM !== 'dumb';
-  let last = 0;
+  let last = options.quietStart ? Date.now() : 0;
   let shown = false;
   return {
     update(p) {
       const now = Date.now();
-      const finished = p.done >= p.total && p.running === 0;
+      const finished = options.finished(p);
       if (now - last < (live ? LIVE_REDRAW_MS : PLAIN_PROGRESS_MS) && !finished) return;
+      if (finished && (options.quietStart || !live)) return;
       last = now;
       if (live) {
-        stream.write(`\r\u001b[2K${formatProgress(p)}`);
+        stream.write(`\r\u001b[2K${format(p)}`);
         shown = true;
-      } else if (!finished) {
-        stream.write(`${formatProgress(p)}\n`);
+      } else {
+        stream.write(`${format(p)}\n`);
       }
     },
     done() {
