@@ -169,15 +169,22 @@ function encodeCall(id: number, name: string, input: unknown, maxBytes: number):
  * infrastructure failure. The runtime's own exit (finish) uses exitThread and says nothing.
  */
 function reportAgentExits(send: Send): void {
+  // Installed once per thread; a reused worker points it at the current rollout's port.
+  exitReporter = send;
+  if (exitReportersInstalled) return;
+  exitReportersInstalled = true;
   process.exit = ((code?: number | string | null) => {
-    send({ brand: BRAND, type: 'exiting', reason: `the agent called process.exit(${code ?? ''})` });
+    exitReporter?.({ brand: BRAND, type: 'exiting', reason: `the agent called process.exit(${code ?? ''})` });
     return exitThread(code ?? undefined);
   }) as typeof process.exit;
   process.on('uncaughtException', (err) => {
-    send({ brand: BRAND, type: 'exiting', reason: `uncaught exception in the agent: ${describeError(err)}` });
+    exitReporter?.({ brand: BRAND, type: 'exiting', reason: `uncaught exception in the agent: ${describeError(err)}` });
     exitThread(1);
   });
 }
+
+let exitReporter: Send | undefined;
+let exitReportersInstalled = false;
 
 /** Routes the agent's console and stdout/stderr into the trace instead of Silo's own output. */
 function captureConsole(send: Send): void {
