@@ -192,11 +192,12 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     await store.close();
   }
   // A cancel that came after the last pair finished cancelled nothing.
+  // The last progress report comes first: if it throws, the summary must say `error`.
+  progress();
   const cancelled = signal?.aborted === true && tally.counts().done < total;
   const final = summary(failure ? 'error' : cancelled ? 'cancelled' : 'completed');
   await writing;
   await store.writeSummary(final);
-  progress();
   if (failure) throw failure.error;
   return final;
 }

@@ -76,7 +76,7 @@ function formatTimeline(trace: readonly TraceEvent[], s: Style): string[] {
         lines.push(`${at}  ${s.bold('returned')} ${e.output === null ? s.dim('null') : inline(e.output)}${e.outputError ? s.yellow(` (${e.outputError})`) : ''}`);
         break;
       case 'agent_threw':
-        lines.push(`${at}  ${s.red(e.error.code === 'agent_load_error' ? 'did not load' : e.error.code === 'crashed' ? 'crashed' : 'threw')}: ${e.error.message}`);
+        lines.push(`${at}  ${s.red(e.error.code === 'agent_load_error' ? 'did not load' : e.error.code === 'crashed' || e.error.code === 'agent_exit' ? 'crashed' : 'threw')}: ${e.error.message}`);
         break;
       case 'run_finished':
         lines.push(`${at}  finished: ${e.status}, ${e.termination}`);

@@ -24,8 +24,13 @@ export async function runAgentTask(task: WorkerTask): Promise<void> {
   try {
     await runOnce(task);
   } catch (err) {
-    // Only an agent that broke something the runtime relies on gets here. A single-use worker
-    // must not report it to the pool: a settled task hands the thread back for another rollout.
+    // Only an agent that broke something the runtime relies on gets here: its doing, so say so.
+    // A single-use worker must not report it to the pool: a settled task hands the thread back.
+    try {
+      exitReporter?.({ brand: BRAND, type: 'exiting', reason: `the agent broke Silo's worker runtime: ${describeError(err)}`.slice(0, 1_000) });
+    } catch {
+      // the port itself is what broke
+    }
     if (!task.exitAfter) throw err;
   }
   return finish(task);
@@ -174,12 +179,15 @@ function reportAgentExits(send: Send): void {
   if (exitReportersInstalled) return;
   exitReportersInstalled = true;
   process.exit = ((code?: number | string | null) => {
-    exitReporter?.({ brand: BRAND, type: 'exiting', reason: `the agent called process.exit(${code ?? ''})` });
+    exitReporter?.({ brand: BRAND, type: 'exiting', reason: `the agent called process.exit(${String(code ?? '')})`.slice(0, 1_000) });
     return exitThread(code ?? undefined);
   }) as typeof process.exit;
-  process.on('uncaughtException', (err) => {
-    exitReporter?.({ brand: BRAND, type: 'exiting', reason: `uncaught exception in the agent: ${describeError(err)}` });
-    exitThread(1);
+  // A monitor only watches: an agent (or its SDK) that handles its own uncaught exceptions keeps
+  // running; otherwise Node ends the thread as usual, and the host has been told why first.
+  process.on('uncaughtExceptionMonitor', (err) => {
+    if (process.listenerCount('uncaughtException') > 0) return;
+    const reason = `uncaught exception in the agent: ${describeError(err)}`.slice(0, 1_000);
+    exitReporter?.({ brand: BRAND, type: 'exiting', reason });
   });
 }
 

@@ -449,6 +449,8 @@ describe('runEval failures of its own', () => {
     const evals = readdirSync(join(out, 'evals'));
     const summary = JSON.parse(readFileSync(join(out, 'evals', evals[0]!, 'summary.json'), 'utf8')) as EvalSummary;
     expect(summary.status).toBe('error');
+    // Scheduling stopped: the slots finished what they had and took no more of the 9 pairs.
+    expect(runLines(out, summary.evalId).length).toBeLessThan(9);
   });
 
   it('says completed, not cancelled, when the cancel came after the last pair finished', async () => {

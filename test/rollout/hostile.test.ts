@@ -63,7 +63,7 @@ function expectGraded(world: TestWorld, { result, files }: Rollout, status: 'pas
   expect(result.status).toBe(status);
   // A graded run carries an error only to say why its agent's worker ended early.
   if (result.termination === 'crashed' || result.termination === 'out_of_memory') {
-    expect(result.error?.code).toMatch(/^(crashed|agent_exit|out_of_memory)$/);
+    expect(result.error?.code).toMatch(result.termination === 'crashed' ? /^(crashed|agent_exit)$/ : /^out_of_memory$/);
     expect(files.result.error).toEqual(result.error);
   } else {
     expect(result.error).toBeUndefined();

@@ -215,3 +215,20 @@ describe('call counters', () => {
     expect(run.toolCalls).toBe(results.length - refused.length);
   });
 });
+
+describe('agents that end their own worker', () => {
+  it('records an uncaught exception in a stray callback as crashed, agent_exit, with its message', async () => {
+    const r = await runRollout({ task: testWorld().task, agent: 'fixtures/agents/hostile/throws-later.mjs', outDir: out.dir });
+    expect(r.termination).toBe('crashed');
+    expect(r.error?.code).toBe('agent_exit');
+    expect(r.error?.message).toMatch(/uncaught exception in the agent: stray failure in a callback/);
+    expect(r.status).toBe('failed');
+  });
+
+  it('leaves an agent that handles its own uncaught exceptions running', async () => {
+    const r = await runRollout({ task: testWorld().task, agent: 'fixtures/agents/handles-own-exceptions.mjs', outDir: out.dir });
+    expect(r.termination).toBe('returned');
+    expect(r.output).toBe('still here');
+    expect(eventsOf(readRunFiles(r.runDir).trace, 'agent_log').map((e) => e.message)).toContain('caught: stray failure in a callback');
+  });
+});
