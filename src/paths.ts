@@ -17,7 +17,7 @@ function findRoot(): string {
 export const PACKAGE_ROOT = findRoot();
 
 /** The built worker entry; workers always run built JavaScript, never TypeScript sources. */
-export const WORKER_ENTRY = join(PACKAGE_ROOT, 'dist', 'workers', 'agent.js');
+export const WORKER_ENTRY = join(PACKAGE_ROOT, 'dist', 'workers', 'agent.cjs');
 
 /** Silo's version, from package.json. */
 export const SILO_VERSION = (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;

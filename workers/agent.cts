@@ -1,0 +1,21 @@
+// The entry of every agent worker. All it does lives in src/pool/worker-runtime.ts.
+//
+// CommonJS on purpose: piscina loads a worker's handler with require() first, and on Node 20.19+
+// require() of an ES module goes through require(esm), which was seen here to abort the whole
+// process now and then ("v8::Module::IsGraphAsync must be used on an instantiated module"). A
+// CommonJS entry is loaded by plain require and reaches the ES modules with import().
+import type { WorkerTask } from '../src/protocol.js';
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the CommonJS form of an import in a .cts file
+import worker = require('node:worker_threads');
+
+const runtime = import('../src/pool/worker-runtime.js').then(async (m) => {
+  await m.prepareWorker(worker.workerData);
+  return m;
+});
+
+async function handler(task: WorkerTask): Promise<void> {
+  const { runAgentTask } = await runtime;
+  return runAgentTask(task);
+}
+
+export = handler;
