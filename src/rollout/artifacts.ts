@@ -1,8 +1,12 @@
 /**
  * Step 9: the run folder. JSON files are written to a temporary name and renamed, so a crash
  * never leaves a torn file; run.json exists from the start with status "running".
+ *
+ * The writes are synchronous on purpose: a run writes a few small files, and each asynchronous
+ * write and rename is a round trip through libuv's thread pool. Measured in reuse mode (where
+ * these writes are most of a rollout): 1.3–1.4 ms per rollout synchronous, 2.5–3.7 ms not.
  */
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ResultRecord, RunRecord } from '../types.js';
 import type { Change } from './diff.js';
@@ -13,8 +17,8 @@ let tmpCounter = 0;
 /** Writes `value` as JSON to `file` atomically (write, then rename). */
 export async function writeJsonAtomic(file: string, value: unknown, pretty = true): Promise<void> {
   const tmp = `${file}.${process.pid}.${tmpCounter++}.tmp`;
-  await writeFile(tmp, `${toJsonLine(value, pretty ? 2 : undefined)}\n`);
-  await rename(tmp, file);
+  writeFileSync(tmp, `${toJsonLine(value, pretty ? 2 : undefined)}\n`);
+  renameSync(tmp, file);
 }
 
 /** The files of one run folder. */
@@ -27,7 +31,7 @@ export class RunArtifacts {
     return join(this.dir, 'trace.jsonl');
   }
   async create(record: RunRecord): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
+    mkdirSync(this.dir, { recursive: true });
     await this.writeRun(record);
   }
   writeRun(record: RunRecord): Promise<void> {
