@@ -18,10 +18,3 @@ export async function within<T>(promise: Promise<T>, ms: number): Promise<T | ty
     clearTimeout(timer);
   }
 }
-
-/** Like within(), but rejects with `Error(message)` when the time runs out. */
-export async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  const value = await within(promise, ms);
-  if (value === TIMED_OUT) throw new Error(message);
-  return value;
-}
