@@ -7,7 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeModuleError, SiloError, type SiloErrorCode } from './errors.js';
-import { isTypeScript } from './paths.js';
+import { isTypeScript } from './typescript.js';
 import { compileTool } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
 

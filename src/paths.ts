@@ -21,8 +21,3 @@ export const WORKER_ENTRY = join(PACKAGE_ROOT, 'dist', 'workers', 'agent.cjs');
 
 /** Silo's version, from package.json. */
 export const SILO_VERSION = (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-
-/** True for the file names that need the TypeScript loader. */
-export function isTypeScript(path: string): boolean {
-  return /\.(c|m)?tsx?$/.test(path);
-}

@@ -6,7 +6,8 @@
  */
 import { Piscina } from 'piscina';
 import type { MessagePort } from 'node:worker_threads';
-import { isTypeScript, WORKER_ENTRY } from '../paths.js';
+import { WORKER_ENTRY } from '../paths.js';
+import { isTypeScript } from '../typescript.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
 
 

@@ -9,7 +9,7 @@ import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '..
 import { LOG_BUDGET_NOTE, LogBudget } from '../rollout/logs.js';
 import { captureOutput } from '../rollout/output.js';
 import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
-import { isTypeScript } from '../paths.js';
+import { isTypeScript } from '../typescript.js';
 import type { AgentArgs, ToolResult } from '../types.js';
 
 type Send = (msg: WorkerMessage) => void;
