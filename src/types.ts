@@ -219,6 +219,30 @@ export interface RunRecord {
   usage?: { inputTokens: number; outputTokens: number; requests: number };
 }
 
+/** Codes of the diagnosis of a run (see src/inspect/diagnose.ts). */
+export type DiagnosisCode =
+  | 'ungrounded_answer'
+  | 'hallucinated_tool'
+  | 'hallucinated_parameter'
+  | 'self_corrected'
+  | 'gave_up_after_error'
+  | 'repeated_failing_call'
+  | 'collateral_damage'
+  | 'wrong_final_state'
+  | 'wrong_answer'
+  | 'timeout'
+  | 'tool_call_limit'
+  | 'crashed'
+  | 'out_of_memory';
+
+/** One finding of a run's diagnosis: how it went wrong, and where. */
+export interface Diagnosis {
+  code: DiagnosisCode;
+  message: string;
+  /** The trace event it points at, when one event is to blame. */
+  seq?: number;
+}
+
 /** result.json */
 export interface ResultRecord {
   version: 1;
@@ -230,6 +254,8 @@ export interface ResultRecord {
   output: string | null;
   outputTruncated: boolean;
   termination: Termination;
+  /** How the run went wrong, read off the trace, the diff and the checks; empty for a clean pass. */
+  diagnosis: Diagnosis[];
   error?: ErrorInfo;
 }
 
@@ -243,6 +269,7 @@ export interface RunResult {
   termination: Termination;
   checks: Check[];
   output: string | null;
+  diagnosis: Diagnosis[];
   error?: ErrorInfo;
   durationMs: number;
   toolCalls: number;

@@ -12,7 +12,7 @@ export function registerShow(program: Command): void {
     .description('show a run: header, timeline of calls and results, changes to the world, checks')
     .argument('[run]', 'a runId, a unique prefix of one, or a run folder (default: the latest run)')
     .option('-o, --out <dir>', 'artifact folder to look in', '.silo')
-    .option('--json', 'print { run, result, trace, diff } as JSON')
+    .option('--json', 'print { run, result, diagnosis, trace, diff } as JSON')
     .action((ref: string | undefined, flags: { out: string; json?: boolean }) => {
       let dir: string;
       if (ref === undefined) {
@@ -25,7 +25,8 @@ export function registerShow(program: Command): void {
       const loaded = loadRun(dir);
       if (flags.json) {
         const { run, result, trace, diff } = loaded;
-        process.stdout.write(`${JSON.stringify({ dir: loaded.dir, run, result, trace, diff }, null, 2)}\n`);
+        const diagnosis = result?.diagnosis ?? [];
+        process.stdout.write(`${JSON.stringify({ dir: loaded.dir, run, result, diagnosis, trace, diff }, null, 2)}\n`);
       } else {
         process.stdout.write(`${formatRun(loaded, createStyle(process.stdout))}\n`);
       }

@@ -34,6 +34,15 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
   }
   if (result?.error) out.push(`${s.yellow('error')}       ${result.error.code}: ${result.error.message}`);
 
+  const diagnosis = result?.diagnosis ?? [];
+  if (diagnosis.length > 0) {
+    out.push('', s.bold('Diagnosis'));
+    for (const d of diagnosis) {
+      const paint = d.code === 'self_corrected' ? s.green : s.yellow;
+      out.push(`  ${paint(d.code)}${d.seq === undefined ? '' : s.dim(` (event ${d.seq})`)}: ${d.message}`);
+    }
+  }
+
   out.push('', s.bold('Timeline'));
   out.push(...formatTimeline(loaded.trace, s));
 

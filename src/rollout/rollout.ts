@@ -19,6 +19,7 @@ import { grade, type Grade } from './grade.js';
 import { buildWorld, EnvironmentError, type World } from './state.js';
 import { bindTools } from './tools.js';
 import { Trace, round } from './trace.js';
+import { diagnose } from '../inspect/diagnose.js';
 
 /** Options of one rollout. */
 export interface RolloutOptions {
@@ -143,6 +144,8 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     toolCalls: phase?.toolCalls ?? 0,
     refusedCalls: phase?.refusedCalls ?? 0,
   });
+  const diagnosis =
+    status === 'error' && !graded ? [] : diagnose({ trace: trace.events, changes, checks, output, termination, status, task });
   const result: ResultRecord = {
     version: 1,
     runId,
@@ -153,6 +156,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     output,
     outputTruncated: phase?.outputTruncated ?? false,
     termination,
+    diagnosis,
     ...(error ? { error } : {}),
   };
   // These three are independent; run.json waits for all of them.
@@ -169,6 +173,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     termination,
     checks,
     output,
+    diagnosis,
     ...(error ? { error } : {}),
     durationMs,
     toolCalls: record.toolCalls,

@@ -18,6 +18,7 @@ describe('runRollout on the helpdesk world', () => {
       const r = await runRollout({ task, taskFile: file, agent: agent('helpdesk-solver.ts'), outDir: out.dir });
       expect(r.status, `${task.id}: ${JSON.stringify(r.checks.filter((c) => !c.pass))}`).toBe('passed');
       expect(r.score).toBe(1);
+      expect(r.diagnosis, task.id).toEqual([]);
       const files = readRunFiles(r.runDir);
       expect(files.run.status).toBe('passed');
       expect(files.run.taskFile).toBe(file);
@@ -42,6 +43,9 @@ describe('runRollout on the helpdesk world', () => {
     expect(run.toolCalls).toBe(0);
     expect(eventsOf(trace, 'tool_call')).toHaveLength(0);
     expect(eventsOf(trace, 'agent_returned')[0]?.output).toMatch(/3 open tickets/);
+    const answer = eventsOf(trace, 'agent_returned')[0]!;
+    expect(r.diagnosis[0]).toMatchObject({ code: 'ungrounded_answer', seq: answer.seq });
+    expect(readRunFiles(r.runDir).result.diagnosis).toEqual(r.diagnosis);
   });
 
   it('lets a hallucinating agent read its errors and correct itself', async () => {

@@ -1,0 +1,106 @@
+/**
+ * How a run went wrong, in words: rules over the trace, the diff and the checks. Each finding has
+ * a stable code and, where one event is to blame, the `seq` of that event in trace.jsonl. A clean
+ * passing run has no findings.
+ */
+import type { Change } from '../rollout/diff.js';
+import type { Check, Diagnosis, Task, Termination, TraceEvent } from '../types.js';
+
+export interface DiagnoseInput {
+  trace: readonly TraceEvent[];
+  changes: readonly Change[];
+  checks: readonly Check[];
+  output: string | null;
+  termination: Termination;
+  status: 'passed' | 'failed' | 'error';
+  /** The task, for its tools' readOnly hints and its solution. */
+  task?: Pick<Task, 'environment' | 'solution'>;
+}
+
+/** Words an answer uses to claim it changed something. */
+const CLAIMS_ACTION =
+  /\b(done|closed|cancell?ed|deactivated|activated|assigned|updated|changed|modified|created|deleted|removed|refunded|returned|exchanged|escalated|added|sent|completed|resolved)\b/i;
+
+type Call = Extract<TraceEvent, { type: 'tool_call' }>;
+type Result = Extract<TraceEvent, { type: 'tool_result' }>;
+
+export function diagnose(input: DiagnoseInput): Diagnosis[] {
+  const { trace, changes, checks, output, termination, status } = input;
+  const findings: Diagnosis[] = [];
+  const calls = trace.filter((e): e is Call => e.type === 'tool_call');
+  const results = new Map(trace.filter((e): e is Result => e.type === 'tool_result').map((r) => [r.callId, r]));
+  const okCalls = calls.filter((c) => results.get(c.callId)?.ok);
+  const returned = trace.find((e) => e.type === 'agent_returned');
+
+  // The failure Silo exists to catch: an answer with nothing behind it.
+  if (output !== null && output.trim() !== '' && returned) {
+    if (okCalls.length === 0) {
+      findings.push({ code: 'ungrounded_answer', seq: returned.seq, message: 'the agent answered without a single successful tool call: nothing it says was looked up' });
+    } else if (changes.length === 0 && CLAIMS_ACTION.test(output)) {
+      const word = output.match(CLAIMS_ACTION)?.[0] ?? 'done';
+      findings.push({ code: 'ungrounded_answer', seq: returned.seq, message: `the answer claims an action ("${word}") but the world did not change` });
+    }
+  }
+
+  const tools = new Map((input.task?.environment.tools ?? []).map((t) => [t.name, t]));
+  const failures = new Map<string, number>();
+  for (const [i, call] of calls.entries()) {
+    const result = results.get(call.callId);
+    if (!result || result.ok) continue;
+    const { code, message } = result.error;
+    if (code === 'tool_not_found') {
+      findings.push({ code: 'hallucinated_tool', seq: call.seq, message: `called ${call.name}, which does not exist` });
+    } else if (code === 'invalid_input' && /unknown parameter/.test(message)) {
+      const names = [...message.matchAll(/unknown parameter '([^']+)'/g)].map((m) => m[1]);
+      findings.push({ code: 'hallucinated_parameter', seq: call.seq, message: `called ${call.name} with parameters it does not take: ${names.join(', ')}` });
+    }
+    // A failed call followed by a successful one to the same tool (or, for a tool that does not
+    // exist, to any tool) is a correction.
+    if (code === 'tool_not_found' || code === 'invalid_input' || code === 'tool_error') {
+      const fix = calls.slice(i + 1).find((c) => results.get(c.callId)?.ok && (code === 'tool_not_found' || c.name === call.name));
+      if (fix) findings.push({ code: 'self_corrected', seq: fix.seq, message: `${call.name} failed (${code}); the agent corrected itself with ${fix.name}` });
+    }
+    const key = `${call.name}\u0000${JSON.stringify(call.input)}`;
+    const times = (failures.get(key) ?? 0) + 1;
+    failures.set(key, times);
+    if (times === 2) {
+      findings.push({ code: 'repeated_failing_call', seq: call.seq, message: `repeated a call that had already failed: ${call.name} with the same input` });
+    }
+  }
+
+  const lastCall = calls.at(-1);
+  const lastResult = lastCall ? results.get(lastCall.callId) : undefined;
+  if (status === 'failed' && lastCall && lastResult && !lastResult.ok && returned) {
+    findings.push({ code: 'gave_up_after_error', seq: lastCall.seq, message: `the agent stopped after ${lastCall.name} failed (${lastResult.error.code}) and did not recover` });
+  }
+
+  const mayChange = checks.find((c) => c.name === 'mayChange' && !c.pass);
+  if (mayChange) {
+    findings.push({ code: 'collateral_damage', message: mayChange.message ?? 'the agent changed paths the task does not allow' });
+  } else if (changes.length > 0 && input.task?.solution && input.task.solution.calls.every((c) => tools.get(c.name)?.readOnly === true)) {
+    findings.push({ code: 'collateral_damage', message: `the task needed no change to the world, but ${changes.length} change(s) were made` });
+  }
+
+  // Failed checks: those that looked at the answer, and the rest (the world).
+  const failed = checks.filter((c) => !c.pass && c.name !== 'mayChange');
+  const aboutAnswer = (c: Check): boolean => output !== null && c.actual === output;
+  const wrongAnswer = failed.filter(aboutAnswer);
+  const wrongState = failed.filter((c) => !aboutAnswer(c));
+  if (wrongState.length > 0) {
+    findings.push({ code: 'wrong_final_state', message: `the world is not as expected: ${wrongState.map((c) => c.name).slice(0, 5).join('; ')}` });
+  }
+  if (wrongAnswer.length > 0) {
+    const message = `the answer is wrong: ${wrongAnswer.map((c) => c.name).slice(0, 5).join('; ')}`;
+    findings.push({ code: 'wrong_answer', ...(returned ? { seq: returned.seq } : {}), message });
+  }
+
+  const limit = trace.find((e) => e.type === 'limit_exceeded');
+  if (termination === 'timeout' || termination === 'tool_call_limit' || termination === 'out_of_memory') {
+    findings.push({ code: termination, ...(limit ? { seq: limit.seq } : {}), message: limit?.type === 'limit_exceeded' ? limit.message : termination });
+  } else if (termination === 'crashed') {
+    const threw = trace.find((e) => e.type === 'agent_threw');
+    findings.push({ code: 'crashed', ...(threw ? { seq: threw.seq } : {}), message: threw?.type === 'agent_threw' ? threw.error.message : "the agent's worker ended before it returned" });
+  }
+  // In the order of the trace; findings about the whole run last.
+  return findings.sort((a, b) => (a.seq ?? Infinity) - (b.seq ?? Infinity));
+}

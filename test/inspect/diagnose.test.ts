@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { diagnose, type DiagnoseInput } from '../../src/inspect/diagnose.js';
+import type { Check, Termination, ToolResult, TraceEvent, TraceEventInput } from '../../src/types.js';
+
+/** Builds a trace in one line per event: seq and t are filled in. */
+function traceOf(...events: TraceEventInput[]): TraceEvent[] {
+  return events.map((e, i) => ({ seq: i, t: i, ...e }) as TraceEvent);
+}
+
+let nextId = 0;
+/** A tool_call and its tool_result. */
+function call(name: string, input: unknown, result: ToolResult): TraceEventInput[] {
+  const callId = ++nextId;
+  return [
+    { type: 'tool_call', callId, name, input },
+    { type: 'tool_result', callId, durationMs: 0.1, ...result },
+  ];
+}
+const ok = (value: unknown = null): ToolResult => ({ ok: true, value });
+const fail = (code: 'tool_not_found' | 'invalid_input' | 'tool_error', message: string): ToolResult => ({ ok: false, error: { code, message } });
+const started: TraceEventInput = { type: 'run_started', taskId: 't', agent: 'a', seed: 1 };
+const returned = (output: string | null): TraceEventInput => ({ type: 'agent_returned', output });
+
+function run(partial: Partial<DiagnoseInput> & { trace: TraceEvent[] }): ReturnType<typeof diagnose> {
+  return diagnose({ changes: [], checks: [{ name: 'ok', pass: true }], output: null, termination: 'returned', status: 'passed', ...partial });
+}
+const codes = (findings: ReturnType<typeof diagnose>): string[] => findings.map((f) => f.code);
+const change = { kind: 'E', path: ['tickets', 't3', 'status'], lhs: 'open', rhs: 'closed' } as never;
+
+describe('diagnose', () => {
+  it('finds nothing in a clean passing run', () => {
+    const trace = traceOf(started, ...call('update_ticket', { ticket_id: 't3' }, ok()), returned('Closed t3.'));
+    expect(run({ trace, changes: [change], output: 'Closed t3.' })).toEqual([]);
+  });
+
+  it('flags an answer given without a single successful tool call (ungrounded_answer), pointing at the answer', () => {
+    const trace = traceOf(started, returned('There are 3 open tickets.'));
+    const findings = run({ trace, output: 'There are 3 open tickets.', status: 'failed' });
+    expect(findings[0]).toEqual({ code: 'ungrounded_answer', seq: 1, message: expect.stringMatching(/without a single successful tool call/) });
+  });
+
+  it('flags an answer that claims an action when the world did not change (ungrounded_answer)', () => {
+    const trace = traceOf(started, ...call('get_ticket', { ticket_id: 't3' }, ok({})), returned('Done, I closed t3.'));
+    expect(run({ trace, output: 'Done, I closed t3.' })[0]).toMatchObject({ code: 'ungrounded_answer', message: expect.stringMatching(/claims an action/) });
+  });
+
+  it('flags a call to a tool that does not exist (hallucinated_tool) and the correction after it (self_corrected)', () => {
+    const trace = traceOf(started, ...call('close_ticket', {}, fail('tool_not_found', "no tool named 'close_ticket'")), ...call('update_ticket', {}, ok()), returned('ok'));
+    const findings = run({ trace, changes: [change], output: 'ok' });
+    expect(findings).toEqual([
+      { code: 'hallucinated_tool', seq: 1, message: 'called close_ticket, which does not exist' },
+      expect.objectContaining({ code: 'self_corrected', seq: 3 }),
+    ]);
+  });
+
+  it('flags parameters a tool does not take (hallucinated_parameter), naming them', () => {
+    const message = "invalid input for update_ticket: unknown parameter 'ticketId' (did you mean 'ticket_id'?). update_ticket takes: ticket_id (string, required).";
+    const trace = traceOf(started, ...call('update_ticket', { ticketId: 't3' }, fail('invalid_input', message)), returned('gave up'));
+    expect(run({ trace, output: 'gave up', status: 'failed', checks: [{ name: 't3 closed', pass: false }] })).toContainEqual({
+      code: 'hallucinated_parameter',
+      seq: 1,
+      message: 'called update_ticket with parameters it does not take: ticketId',
+    });
+  });
+
+  it('flags an agent that stopped right after a failed call (gave_up_after_error)', () => {
+    const trace = traceOf(started, ...call('update_ticket', { ticket_id: 't99' }, fail('tool_error', "No ticket with id 't99'")), returned('Sorry.'));
+    expect(codes(run({ trace, output: 'Sorry.', status: 'failed', checks: [{ name: 'x', pass: false }] }))).toContain('gave_up_after_error');
+  });
+
+  it('flags the same failing call made twice (repeated_failing_call), at the second one', () => {
+    const failing = (): TraceEventInput[] => call('get_user', { user_id: 'jordan' }, fail('tool_error', 'No user'));
+    const trace = traceOf(started, ...failing(), ...failing(), returned('?'));
+    expect(run({ trace, output: '?' })).toContainEqual(expect.objectContaining({ code: 'repeated_failing_call', seq: 3 }));
+  });
+
+  it('flags changes outside mayChange (collateral_damage) with the check message', () => {
+    const checks: Check[] = [{ name: 'mayChange', pass: false, message: 'changes outside mayChange: users.u1.email' }];
+    const findings = run({ trace: traceOf(started, returned('ok')), checks, status: 'failed' });
+    expect(findings).toContainEqual({ code: 'collateral_damage', message: 'changes outside mayChange: users.u1.email' });
+  });
+
+  it('flags changes in a task whose solution only reads (collateral_damage)', () => {
+    const task = {
+      environment: { name: 'e', createState: () => ({}), tools: [{ name: 'get', description: '', inputSchema: {}, readOnly: true, run: () => null }] },
+      solution: { calls: [{ name: 'get', input: {} }] },
+    };
+    const trace = traceOf(started, ...call('get', {}, ok()), returned('4'));
+    expect(codes(run({ trace, task, changes: [change], output: '4' }))).toContain('collateral_damage');
+  });
+
+  it('tells a wrong world (wrong_final_state) from a wrong answer (wrong_answer)', () => {
+    const output = 'There are 3.';
+    const checks: Check[] = [
+      { name: 't3 is closed', pass: false, expected: 'closed', actual: 'open' },
+      { name: 'answer states the count', pass: false, expected: 'the number 4', actual: output },
+    ];
+    const trace = traceOf(started, ...call('list', {}, ok([])), returned(output));
+    const findings = run({ trace, checks, output, status: 'failed' });
+    expect(findings).toContainEqual({ code: 'wrong_final_state', message: 'the world is not as expected: t3 is closed' });
+    expect(findings).toContainEqual({ code: 'wrong_answer', seq: 3, message: 'the answer is wrong: answer states the count' });
+  });
+
+  it.each([
+    ['timeout', 'timeoutMs'],
+    ['tool_call_limit', 'maxToolCalls'],
+    ['out_of_memory', 'memoryMb'],
+  ] as [Termination, string][])('reports the %s that ended the run, pointing at the limit event', (termination, limit) => {
+    const trace = traceOf(started, { type: 'limit_exceeded', limit, message: `${limit} went over` });
+    expect(run({ trace, termination, status: 'failed' })).toContainEqual({ code: termination, seq: 1, message: `${limit} went over` });
+  });
+
+  it('reports a crash with what the trace says about it', () => {
+    const trace = traceOf(started, { type: 'agent_threw', error: { code: 'agent_exit', message: 'the agent called process.exit(3)' } });
+    expect(run({ trace, termination: 'crashed', status: 'failed' })).toContainEqual({ code: 'crashed', seq: 1, message: 'the agent called process.exit(3)' });
+  });
+});
