@@ -95,6 +95,10 @@ function formatLine(r: RunResult, s: ReturnType<typeof createStyle>): string {
   const head = `${mark} ${r.taskId}  ${r.status}  ${score}  ${r.termination}  ${r.toolCalls} call${r.toolCalls === 1 ? '' : 's'}  ${ms(r.durationMs)}`;
   const lines = [head];
   if (r.error) lines.push(`    ${s.yellow(r.error.code)}: ${r.error.message}`);
+  // The diagnosis says how it went wrong; the failed checks below say what was expected.
+  if (r.status !== 'passed') {
+    for (const d of r.diagnosis.filter((f) => f.code !== 'self_corrected').slice(0, 3)) lines.push(`    ${s.yellow(d.code)}: ${d.message}`);
+  }
   for (const c of r.checks.filter((c) => !c.pass).slice(0, 5)) {
     const detail = c.message ?? ('expected' in c ? `expected ${JSON.stringify(c.expected)}, actual ${JSON.stringify(c.actual)}` : '');
     lines.push(`    ${s.red('✗')} ${c.name}${detail ? s.dim(`: ${detail.slice(0, 200)}`) : ''}`);

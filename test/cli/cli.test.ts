@@ -27,6 +27,7 @@ describe('silo run', () => {
   it('exits 1 when a run fails, naming the failed check and how to show the run', async () => {
     const r = await silo('run', TASKS, '--agent', LIAR, '--task', 'helpdesk/close-ticket', '--out', out.dir);
     expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/ungrounded_answer: the agent answered without a single successful tool call/);
     expect(r.stdout).toMatch(/✗ t3 is closed/);
     expect(r.stdout).toMatch(/silo show [0-9A-Z]{26}/);
   });
