@@ -111,12 +111,20 @@ async function runOnce(task: WorkerTask): Promise<void> {
     return;
   }
 
+  const reportUsage = (usage: unknown): void => {
+    const u = (typeof usage === 'object' && usage !== null ? usage : {}) as Record<string, unknown>;
+    // The host checks every number again; this only keeps an honest agent's report well-formed.
+    send({ brand: BRAND, type: 'usage', inputTokens: Number(u.inputTokens), outputTokens: Number(u.outputTokens), requests: u.requests === undefined ? 1 : Number(u.requests) });
+  };
+
   const args: AgentArgs = {
     instruction: task.instruction,
     tools: task.tools,
     callTool,
     signal: controller.signal,
     log,
+    options: task.options,
+    reportUsage,
   };
   try {
     const value = await (agent as (a: AgentArgs) => unknown)(args);
