@@ -11,6 +11,8 @@ export type { LoadedTask } from './load.js';
 export { checkTasks } from './check/check.js';
 export type { CheckOptions, CheckProgress, CheckReport, CheckSummary, Finding, FindingCode, CheckName } from './check/types.js';
 export { DEFAULT_LIMITS } from './options.js';
+export { serveTask } from './serve/serve.js';
+export type { ServeOptions } from './serve/serve.js';
 export { toOpenAITools, toAnthropicTools, toMcpTools, renderToolResult } from './agents/converters.js';
 export type { OpenAITool, AnthropicTool, McpTool } from './agents/converters.js';
 export type * from './types.js';

@@ -50,4 +50,11 @@ describe('formatRun', () => {
     const text = formatRun(loaded, plain);
     expect(text).toMatch(/#1 get_user \{"user_id":"u1"\}\n.*no result \(the run ended first\)/);
   });
+
+  it('shows the model usage an agent reported, and no usage line without it', () => {
+    const loaded = runningRun();
+    expect(formatRun(loaded, plain)).not.toMatch(/^model /m);
+    loaded.run.usage = { inputTokens: 1200, outputTokens: 80, requests: 3 };
+    expect(formatRun(loaded, plain)).toMatch(/^model {7}3 requests · 1200 input tokens · 80 output tokens$/m);
+  });
 });
