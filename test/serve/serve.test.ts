@@ -203,6 +203,28 @@ describe('silo serve --http', () => {
   });
 });
 
+describe('silo serve: ending without finish', () => {
+  it('ends on --timeout (counted from initialize) after the grace period, graded as a timeout', async () => {
+    const out = mkdtempSync(join(tmp.dir, 'http-'));
+    const { client, child } = await overHttp([TASKS, '--task', 'helpdesk/close-ticket', '--timeout', '200', '--out', out]);
+    expect((await client.listTools()).tools.length).toBe(TOOL_NAMES.length);
+    expect(await exited(child)).toBe(1);
+    const files = onlyRun(out);
+    expect(files.run).toMatchObject({ status: 'failed', termination: 'timeout', toolCalls: 0 });
+    expect(eventsOf(files.trace, 'limit_exceeded')).toEqual([expect.objectContaining({ limit: 'timeoutMs' })]);
+  });
+
+  it('is cancelled by SIGINT: exit 130, the run recorded as cancelled', async () => {
+    const out = mkdtempSync(join(tmp.dir, 'http-'));
+    const { client, child } = await overHttp([TASKS, '--task', 'helpdesk/close-ticket', '--out', out]);
+    expect(text(await client.callTool({ name: 'get_ticket', arguments: { ticket_id: 't3' } })).isError).toBe(false);
+    child.kill('SIGINT');
+    expect(await exited(child)).toBe(130);
+    const files = onlyRun(out);
+    expect(files.run).toMatchObject({ status: 'error', termination: 'cancelled', toolCalls: 1 });
+  });
+});
+
 describe('silo serve: usage errors', () => {
   it.each([
     [[TASKS], /silo serve runs one task; this file has 6 .*pick one with --task <id>/],
