@@ -5,7 +5,8 @@
 //   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured wall
 //   worldScaling  worlds of ~10 KB, 1 MB, 10 MB where the agent changes two records: one
 //                 structuredClone of the world vs Silo's own host work per rollout (all but the
-//                 user's createState and verify)
+//                 user's createState and verify); and the host cost of one tool call with its
+//                 change records on each world (it should not grow with the world)
 // Benchmarks print numbers; tests never assert timings.
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -14,6 +15,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
 import { AgentPool } from '../dist/src/pool/pool.js';
+import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.js';
+import { bindTools } from '../dist/src/rollout/tools.js';
 
 const json = process.argv.includes('--json');
 const out = mkdtempSync(join(tmpdir(), 'silo-bench-'));
@@ -150,19 +153,31 @@ for (const [label, bytes] of [['10kb', 10_000], ['1mb', 1_000_000], ['10mb', 10_
   }
   const cloneMs = median(clones);
   const hostMs = median(host);
-  worldScaling.push({ worldBytes, cloneMs: round(cloneMs), hostMs: round(hostMs), ratio: round(hostMs / cloneMs, 2) });
+  // One tool call that changes two values, with its change records, on the live tracked world.
+  const built = await buildWorld(worlds.get(`bench/world-${label}`).environment, 1);
+  const toolbox = bindTools(worlds.get(`bench/world-${label}`).environment, built.view, built.ctx, built.tracker);
+  const calls = [];
+  for (let i = 0; i < 300; i++) {
+    const t = performance.now();
+    const scope = built.tracker.beginCall();
+    const r = await toolbox.call('touch', { id: `r${i % 20}` });
+    const changes = built.tracker.endCall(scope);
+    calls.push(performance.now() - t);
+    if (!r.ok || changes.length === 0) throw new Error(`world bench call: ${JSON.stringify(r)} ${JSON.stringify(changes)}`);
+  }
+  const callUs = median(calls.slice(50)) * 1000;
+  worldScaling.push({ worldBytes, cloneMs: round(cloneMs), hostMs: round(hostMs), ratio: round(hostMs / cloneMs, 2), callWithChangesUs: round(callUs, 1) });
 }
 await worldPool.destroy();
 
 // retail: the host work of one rollout on the tau-bench retail world (~1.6 MB), phase by phase,
 // on the gold actions of a dev task; and a whole rollout with the oracle agent.
 log('retail …');
-const { createContext, hashWorld } = await import('../dist/src/rollout/state.js');
-const { diffWorld } = await import('../dist/src/rollout/diff.js');
+const { analyzeWorld, WriteTracker } = await import('../dist/src/rollout/track.js');
 const retailTasks = await byId('fixtures/retail/tasks.ts');
 const retailTask = retailTasks.get('retail/dev/0');
 const env = retailTask.environment;
-const phases = { createStateMs: [], snapshotMs: [], hashMs: [], diffMs: [], verifyMs: [] };
+const phases = { createStateMs: [], analyzeMs: [], hashMs: [], diffMs: [], initialMs: [], verifyMs: [] };
 const time = (key, fn) => {
   const t = performance.now();
   const value = fn();
@@ -172,16 +187,19 @@ const time = (key, fn) => {
 for (let i = 0; i < 7; i++) {
   const ctx = createContext(1, undefined);
   const state = await time('createStateMs', () => env.createState(ctx));
-  const initial = time('snapshotMs', () => structuredClone(state));
-  time('hashMs', () => hashWorld(initial));
+  if (time('analyzeMs', () => analyzeWorld(state)) !== null) throw new Error('the retail world should be trackable');
+  time('hashMs', () => hashWorld(state));
+  const tracker = new WriteTracker(state);
   for (const call of retailTask.solution.calls) {
     try {
-      await env.tools.find((t) => t.name === call.name).run(state, call.input, ctx);
+      await env.tools.find((t) => t.name === call.name).run(tracker.view, call.input, ctx);
     } catch {
       // gold actions may fail, as in tau-bench
     }
   }
-  time('diffMs', () => diffWorld(initial, state));
+  time('diffMs', () => tracker.diff());
+  // What a verifier that reads `initial` costs on top (retail's does).
+  const initial = time('initialMs', () => tracker.initial());
   const t = performance.now();
   await retailTask.verify({ initial, final: state, output: String(retailTask.solution.output ?? ''), trace: [] });
   phases.verifyMs.push(performance.now() - t);
@@ -198,7 +216,7 @@ await retailPool.destroy();
 const retail = {
   worldBytes: JSON.stringify(await env.createState(createContext(1, undefined))).length,
   ...retailPhases,
-  siloHostMs: round(retailPhases.snapshotMs + retailPhases.hashMs + retailPhases.diffMs, 2),
+  siloHostMs: round(retailPhases.analyzeMs + retailPhases.hashMs + retailPhases.diffMs, 2),
   rolloutMs: round(median(retailRollouts.slice(1)), 1),
 };
 rmSync(out, { recursive: true, force: true });
@@ -229,11 +247,11 @@ if (json) {
   console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2)`);
   console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
   for (const w of r.worldScaling) {
-    console.log(`world ${String(Math.round(w.worldBytes / 1000)).padStart(6)} KB  structuredClone ${w.cloneMs} ms · Silo host work ${w.hostMs} ms · ratio ${w.ratio}`);
+    console.log(`world ${String(Math.round(w.worldBytes / 1000)).padStart(6)} KB  structuredClone ${w.cloneMs} ms · Silo host work ${w.hostMs} ms · ratio ${w.ratio} · one call with its changes ${w.callWithChangesUs} µs`);
   }
   const t = r.retail;
   console.log(
-    `retail       ${Math.round(t.worldBytes / 1000)} KB world · createState ${t.createStateMs} ms · snapshot ${t.snapshotMs} ms · hash ${t.hashMs} ms · diff ${t.diffMs} ms · verify ${t.verifyMs} ms · Silo's part ${t.siloHostMs} ms · whole rollout (oracle, TypeScript) ${t.rolloutMs} ms`,
+    `retail       ${Math.round(t.worldBytes / 1000)} KB world · createState ${t.createStateMs} ms · analyze ${t.analyzeMs} ms · hash ${t.hashMs} ms · tracked diff ${t.diffMs} ms · initial for the verifier ${t.initialMs} ms · verify ${t.verifyMs} ms · Silo's part ${t.siloHostMs} ms · whole rollout (oracle, TypeScript) ${t.rolloutMs} ms`,
   );
   console.log('\n(targets from the eval-at-scale issue; worldScaling aims for ≤ 1.0 at 10 MB)');
 }

@@ -44,6 +44,12 @@ export interface Environment<State = any> {
   tools: readonly Tool<State>[];
   /** Start of the simulated clock (ISO date or ms). Default 2025-01-01T00:00:00.000Z. */
   clockStart?: string | number;
+  /**
+   * Track writes (default true): tools act on the world through proxies, each call's changes are
+   * recorded and the run's diff costs what changed. Worlds that are not plain data are snapshotted
+   * instead, as they are with `false`.
+   */
+  trackChanges?: boolean;
 }
 
 /** One graded fact about a rollout. */
@@ -168,12 +174,25 @@ interface EventBase {
   t: number;
 }
 
+/**
+ * A deep-diff change record: `kind` N (new), D (deleted), E (edited) or A (array element, with
+ * `index` and the element's own record in `item`), at `path`, with `lhs` (before) and `rhs` (after).
+ */
+export interface StateChange {
+  kind: 'N' | 'D' | 'E' | 'A';
+  path?: (string | number)[];
+  lhs?: unknown;
+  rhs?: unknown;
+  index?: number;
+  item?: StateChange;
+}
+
 /** One line of trace.jsonl. */
 export type TraceEvent = EventBase &
   (
     | { type: 'run_started'; taskId: string; agent: string; seed: number }
     | { type: 'tool_call'; callId: number; name: string; input: unknown }
-    | ({ type: 'tool_result'; callId: number; durationMs: number } & ToolResult)
+    | ({ type: 'tool_result'; callId: number; durationMs: number; changes?: StateChange[] } & ToolResult)
     | { type: 'agent_log'; message: string; data?: unknown; stream?: 'stdout' | 'stderr' }
     | { type: 'agent_returned'; output: string | null; outputTruncated?: boolean; outputError?: string }
     | { type: 'agent_threw'; error: ErrorInfo }
@@ -230,6 +249,12 @@ export interface RunRecord {
   node: string;
   /** sha256 of the initial world's JSON; null if the world could not be built. */
   worldHash: string | null;
+  /**
+   * How the world's changes were found: `writes` (tracked; each call's changes are in the trace),
+   * or `snapshot` (a copy and a full diff), with the reason. `lost` says why tracking stopped
+   * giving per-call changes partway (the run's diff stays exact).
+   */
+  tracking?: { mode: 'writes' | 'snapshot'; reason?: string; lost?: string };
   /** Model usage, when the agent reports it. */
   usage?: { inputTokens: number; outputTokens: number; requests: number };
 }

@@ -3,7 +3,8 @@
  * a stable code and, where one event is to blame, the `seq` of that event in trace.jsonl. A clean
  * passing run has no findings.
  */
-import type { Change } from '../rollout/diff.js';
+import { changePath, type Change } from '../rollout/diff.js';
+import { isAllowed } from '../rollout/may-change.js';
 import type { Check, Diagnosis, Task, Termination, TraceEvent } from '../types.js';
 
 export interface DiagnoseInput {
@@ -14,7 +15,7 @@ export interface DiagnoseInput {
   termination: Termination;
   status: 'passed' | 'failed' | 'error';
   /** The task, for its tools' readOnly hints and its solution. */
-  task?: Pick<Task, 'environment' | 'solution'>;
+  task?: Pick<Task, 'environment' | 'solution' | 'mayChange'>;
 }
 
 /** Words an answer uses to claim it changed something. */
@@ -76,9 +77,22 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
 
   const mayChange = checks.find((c) => c.name === 'mayChange' && !c.pass);
   if (mayChange) {
-    findings.push({ code: 'collateral_damage', message: mayChange.message ?? 'the agent changed paths the task does not allow' });
+    // The first call whose own changes leave mayChange, when the world's writes were tracked.
+    const patterns = input.task?.mayChange ?? [];
+    const culprit = [...results.values()].find((r) => r.changes?.some((c) => !isAllowed(changePath(c as Change), patterns)));
+    const at = culprit ? calls.find((c) => c.callId === culprit.callId) : undefined;
+    findings.push({
+      code: 'collateral_damage',
+      ...(at ? { seq: at.seq } : {}),
+      message: `${mayChange.message ?? 'the agent changed paths the task does not allow'}${at ? ` (first by call #${at.callId} ${at.name})` : ''}`,
+    });
   } else if (changes.length > 0 && input.task?.solution && input.task.solution.calls.every((c) => tools.get(c.name)?.readOnly === true)) {
-    findings.push({ code: 'collateral_damage', message: `the task needed no change to the world, but ${changes.length} change(s) were made` });
+    const first = calls.find((c) => results.get(c.callId)?.changes !== undefined);
+    findings.push({
+      code: 'collateral_damage',
+      ...(first ? { seq: first.seq } : {}),
+      message: `the task needed no change to the world, but ${changes.length} change(s) were made${first ? ` (first by call #${first.callId} ${first.name})` : ''}`,
+    });
   }
 
   // Failed checks: those that looked at the answer, and the rest (the world).

@@ -1,7 +1,7 @@
 /**
  * A run made readable: a header (task, agent, status, score, termination, think/tool split),
- * then the timeline (each call with its input, result or error and duration), the diff, and
- * the checks with expected and actual.
+ * then the timeline (each call with its input, result or error, duration and the changes it
+ * made), the diff, and the checks with expected and actual.
  */
 import type { Style } from './style.js';
 import { changePath, type Change } from '../rollout/diff.js';
@@ -10,6 +10,8 @@ import type { LoadedRun } from './runs.js';
 
 /** Longest JSON shown inline for an input, a value or a check side. */
 const INLINE_CHARS = 240;
+/** Changes listed under one call in the timeline. */
+const CHANGES_PER_CALL = 20;
 
 export function formatRun(loaded: LoadedRun, s: Style): string {
   const { run, result } = loaded;
@@ -77,6 +79,12 @@ function formatTimeline(trace: readonly TraceEvent[], s: Style): string[] {
         if (!r) lines.push(`             ${s.yellow('… no result (the run ended first)')}`);
         else if (r.ok) lines.push(`             ${s.green('→ ok')} ${s.dim(`(${ms(r.durationMs)})`)} ${inline(r.value)}`);
         else lines.push(`             ${s.red(`→ ${r.error.code}`)} ${s.dim(`(${ms(r.durationMs)})`)} ${r.error.message}`);
+        if (r?.changes && r.changes.length > 0) {
+          const shown = r.changes.slice(0, CHANGES_PER_CALL) as Change[];
+          lines.push(...formatDiff(shown, s).map((l) => `           ${l}`));
+          const more = r.changes.length - shown.length;
+          if (more > 0) lines.push(`             ${s.dim(`… ${more} more change${more === 1 ? '' : 's'} (all in state-diff.json)`)}`);
+        }
         break;
       }
       case 'agent_log':

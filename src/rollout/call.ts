@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { CallMessage } from '../pool/channel.js';
-import type { ToolResult } from '../types.js';
+import type { StateChange, ToolResult } from '../types.js';
 import type { LimitGuard } from './limits.js';
 import type { Toolbox } from './tools.js';
 import { round, type Trace } from './trace.js';
@@ -16,7 +16,9 @@ export interface CallPath {
   readonly toolTimeMs: number;
 }
 
+/** With a tracked world, each tool_result of a call that changed it carries its `changes`. */
 export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace): CallPath {
+  const { tracker } = toolbox;
   let callId = 0;
   let refusalRecorded = false;
   let toolTimeMs = 0;
@@ -53,11 +55,20 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
       }
       const id = ++callId;
       trace.add({ type: 'tool_call', callId: id, name: msg.name, input: msg.input });
+      const scope = tracker?.beginCall();
       const start = performance.now();
       const result = await toolbox.call(msg.name, msg.input);
       const durationMs = performance.now() - start;
       toolTimeMs += durationMs;
-      trace.add({ type: 'tool_result', callId: id, durationMs: round(durationMs), ...result });
+      // Found after the duration is taken: a call's changes cost the host, not the tool.
+      const changes = scope ? tracker?.endCall(scope) : undefined;
+      trace.add({
+        type: 'tool_result',
+        callId: id,
+        durationMs: round(durationMs),
+        ...result,
+        ...(changes && changes.length > 0 ? { changes: changes as StateChange[] } : {}),
+      });
       return result;
     },
   };

@@ -13,13 +13,99 @@ import deepDiff from 'deep-diff';
 /** A deep-diff change record. */
 export type Change = deepDiff.Diff<unknown, unknown>;
 
-type Key = string | number;
+export type Key = string | number;
+
+/**
+ * What a walk needs besides the two sides. A plain diff compares two separate worlds. A tracked
+ * diff compares one world with itself: `before` holds the content an object had before it was
+ * written, `node` the paths of the written objects, and values put in records are copied out.
+ */
+interface Walk {
+  changes: Change[];
+  stack: unknown[];
+  before: ReadonlyMap<object, object> | null;
+  /** An old value as a record holds it. */
+  old(value: unknown): unknown;
+  /** A new value as a record holds it. */
+  now(value: unknown): unknown;
+}
+
+/** A node of the tree of paths that lead to written objects. */
+interface PathNode {
+  written: boolean;
+  children: Map<string, PathNode> | null;
+}
 
 /** The changes from `initial` to `final`; empty when nothing changed. */
 export function diffWorld(initial: unknown, final: unknown): Change[] {
-  const changes: Change[] = [];
-  walk(initial, final, false, false, [], changes, []);
-  return changes;
+  const w: Walk = { changes: [], stack: [], before: null, old: same, now: same };
+  walk(initial, final, false, false, [], w, undefined);
+  return w.changes;
+}
+
+/**
+ * The changes of a world since `before` was recorded, visiting only the written objects and the
+ * paths to them (`pathOf` gives an object's current path, null once it left the world). Old values
+ * are rebuilt from `before`; `copy` is applied to the values a record takes from the live world.
+ */
+export function diffTracked(
+  root: object,
+  before: ReadonlyMap<object, object>,
+  pathOf: (object: object) => Key[] | null,
+  copy: (value: unknown) => unknown,
+): Change[] {
+  const tree: PathNode = { written: false, children: null };
+  for (const object of before.keys()) {
+    const path = pathOf(object);
+    if (path === null) continue; // no longer in the world: its old parent's change shows it
+    let node = tree;
+    for (const key of path) {
+      node.children ??= new Map();
+      const name = String(key);
+      let next = node.children.get(name);
+      if (next === undefined) {
+        next = { written: false, children: null };
+        node.children.set(name, next);
+      }
+      node = next;
+    }
+    node.written = true;
+  }
+  const memo = new Map<object, unknown>();
+  const w: Walk = { changes: [], stack: [], before, old: (v) => materialize(v, before, memo), now: copy };
+  walk(root, root, true, true, [], w, tree);
+  return w.changes;
+}
+
+const same = (value: unknown): unknown => value;
+
+/** A deep copy of a value as it was before the writes recorded in `before` (aliases kept). */
+export function materialize(value: unknown, before: ReadonlyMap<object, object>, memo = new Map<object, unknown>()): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const done = memo.get(value);
+  if (done !== undefined) return done;
+  const source = before.get(value) ?? value;
+  let copy: unknown;
+  if (Array.isArray(source)) {
+    const array: unknown[] = new Array<unknown>(source.length);
+    memo.set(value, array);
+    for (let i = 0; i < source.length; i++) if (i in source) array[i] = materialize(source[i], before, memo);
+    copy = array;
+  } else if (typeOf(source) !== 'object' || !isPlain(source)) {
+    copy = structuredClone(source);
+    memo.set(value, copy);
+  } else {
+    const object: Record<string, unknown> = Object.getPrototypeOf(source) === null ? (Object.create(null) as Record<string, unknown>) : {};
+    memo.set(value, object);
+    for (const key of Object.keys(source)) object[key] = materialize((source as Record<string, unknown>)[key], before, memo);
+    copy = object;
+  }
+  return copy;
+}
+
+function isPlain(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
 }
 
 /** Applies changes to a deep copy of `initial`, giving the final world. */
@@ -67,11 +153,16 @@ function typeOf(value: unknown): string {
 
 /**
  * One node of the walk. `lhsHas`/`rhsHas` say whether the key exists on each side (a property
- * holding `undefined` exists). `stack` holds the objects being walked, to stop at cycles.
+ * holding `undefined` exists). `node` (tracked diffs) is the path tree at this position.
  */
-function walk(lhs: unknown, rhs: unknown, lhsHas: boolean, rhsHas: boolean, path: Key[], changes: Change[], stack: unknown[]): void {
+function walk(lhs: unknown, rhs: unknown, lhsHas: boolean, rhsHas: boolean, path: Key[], w: Walk, node: PathNode | undefined): void {
   if (lhs === rhs && typeof lhs === 'object' && lhs !== null) {
-    // The same object on both sides has no differences (deep-diff would walk it to find none).
+    // The same object on both sides: in a plain diff it has no differences (deep-diff would walk
+    // it to find none); in a tracked one only written objects and the paths to them can have any.
+    if (node === undefined) return;
+    const prior = w.before?.get(lhs);
+    if (prior !== undefined) compare(prior, rhs as object, path, w, node);
+    else descend(lhs, path, w, node);
     return;
   }
   let ltype = typeOf(lhs);
@@ -84,63 +175,87 @@ function walk(lhs: unknown, rhs: unknown, lhsHas: boolean, rhsHas: boolean, path
   const ldefined = lhs !== undefined || lhsHas;
   const rdefined = rhs !== undefined || rhsHas;
   if (!ldefined && rdefined) {
-    changes.push(record('N', path, undefined, rhs));
+    w.changes.push(record('N', path, undefined, w.now(rhs)));
   } else if (!rdefined && ldefined) {
-    changes.push(record('D', path, lhs, undefined));
+    w.changes.push(record('D', path, w.old(lhs), undefined));
   } else if (ltype !== rtype) {
-    changes.push(record('E', path, lhs, rhs));
+    w.changes.push(record('E', path, w.old(lhs), w.now(rhs)));
   } else if (ltype === 'date' && (lhs as Date).getTime() - (rhs as Date).getTime() !== 0) {
-    changes.push(record('E', path, lhs, rhs));
+    w.changes.push(record('E', path, w.old(lhs), w.now(rhs)));
   } else if (typeof lhs === 'object' && lhs !== null && rhs !== null) {
-    if (stack.includes(lhs)) {
-      if (lhs !== rhs) changes.push(record('E', path, lhs, rhs));
+    if (w.stack.includes(lhs)) {
+      if (lhs !== rhs) w.changes.push(record('E', path, w.old(lhs), w.now(rhs)));
       return;
     }
-    stack.push(lhs);
-    if (Array.isArray(lhs)) walkArray(lhs, rhs as unknown[], path, changes, stack);
-    else walkObject(lhs as Record<string, unknown>, rhs as Record<string, unknown>, path, changes, stack);
-    stack.pop();
+    compare(w.before?.get(lhs) ?? lhs, rhs as object, path, w, node);
   } else if (lhs !== rhs && !(typeof lhs === 'number' && Number.isNaN(lhs) && Number.isNaN(rhs))) {
-    changes.push(record('E', path, lhs, rhs));
+    w.changes.push(record('E', path, lhs, rhs));
   }
 }
 
-function walkArray(lhs: unknown[], rhs: unknown[], path: Key[], changes: Change[], stack: unknown[]): void {
+/** Two objects of the same type, key by key (`lhs` is the old content). */
+function compare(lhs: object, rhs: object, path: Key[], w: Walk, node: PathNode | undefined): void {
+  w.stack.push(lhs);
+  if (Array.isArray(lhs)) walkArray(lhs, rhs as unknown[], path, w, node);
+  else walkObject(lhs as Record<string, unknown>, rhs as Record<string, unknown>, path, w, node);
+  w.stack.pop();
+}
+
+/** An object that was not written itself: only the paths to written objects below it. */
+function descend(object: object, path: Key[], w: Walk, node: PathNode): void {
+  const children = node.children;
+  if (children === null) return;
+  let keys: string[];
+  if (children.size === 1) keys = [...children.keys()];
+  // deep-diff's order: array indices from the last, object keys as the object lists them.
+  else if (Array.isArray(object)) keys = [...children.keys()].sort((a, b) => Number(b) - Number(a));
+  else keys = Object.keys(object).filter((k) => children.has(k));
+  const record = object as Record<string, unknown>;
+  for (const key of keys) {
+    path.push(Array.isArray(object) ? Number(key) : key);
+    const value = record[key];
+    walk(value, value, true, true, path, w, children.get(key));
+    path.pop();
+  }
+}
+
+function walkArray(lhs: unknown[], rhs: unknown[], path: Key[], w: Walk, node: PathNode | undefined): void {
   // deep-diff's order: additions from the end, then removals from the end, then common indices
   // from the last to the first.
   let i = rhs.length - 1;
   let j = lhs.length - 1;
   while (i > j) {
-    changes.push(arrayRecord(path, i, record('N', [], undefined, rhs[i])));
+    w.changes.push(arrayRecord(path, i, record('N', [], undefined, w.now(rhs[i]))));
     i--;
   }
   while (j > i) {
-    changes.push(arrayRecord(path, j, record('D', [], lhs[j], undefined)));
+    w.changes.push(arrayRecord(path, j, record('D', [], w.old(lhs[j]), undefined)));
     j--;
   }
   for (; i >= 0; --i) {
     path.push(i);
-    walk(lhs[i], rhs[i], i in lhs, i in rhs, path, changes, stack);
+    walk(lhs[i], rhs[i], i in lhs, i in rhs, path, w, node?.children?.get(String(i)));
     path.pop();
   }
 }
 
-function walkObject(lhs: Record<string, unknown>, rhs: Record<string, unknown>, path: Key[], changes: Change[], stack: unknown[]): void {
+function walkObject(lhs: Record<string, unknown>, rhs: Record<string, unknown>, path: Key[], w: Walk, node: PathNode | undefined): void {
   const lkeys = Object.keys(lhs);
   const rkeys = Object.keys(rhs);
   const rset = new Set(rkeys);
   const lset = new Set(lkeys);
+  const children = node?.children;
   for (const k of lkeys) {
     path.push(k);
-    if (rset.has(k)) walk(lhs[k], rhs[k], true, true, path, changes, stack);
+    if (rset.has(k)) walk(lhs[k], rhs[k], true, true, path, w, children?.get(k));
     // deep-diff checks the other side's own properties, enumerable or not.
-    else walk(lhs[k], undefined, true, Object.prototype.hasOwnProperty.call(rhs, k), path, changes, stack);
+    else walk(lhs[k], undefined, true, Object.prototype.hasOwnProperty.call(rhs, k), path, w, undefined);
     path.pop();
   }
   for (const k of rkeys) {
     if (lset.has(k)) continue;
     path.push(k);
-    walk(undefined, rhs[k], Object.prototype.hasOwnProperty.call(lhs, k), true, path, changes, stack);
+    walk(undefined, rhs[k], Object.prototype.hasOwnProperty.call(lhs, k), true, path, w, children?.get(k));
     path.pop();
   }
 }

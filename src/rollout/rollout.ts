@@ -15,7 +15,7 @@ import type { AgentOptions, ErrorInfo, Limits, ResultRecord, RunRecord, RunResul
 import { runAgent, type AgentDriver, type AgentPhase } from './agent.js';
 import { parseBuiltinAgent } from '../agents/builtin.js';
 import { RunArtifacts } from './artifacts.js';
-import { diffWorld, type Change } from './diff.js';
+import type { Change } from './diff.js';
 import { grade, type Grade } from './grade.js';
 import { buildWorld, EnvironmentError, type World } from './state.js';
 import { bindTools } from './tools.js';
@@ -109,7 +109,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     world = await buildWorld(task.environment, seed);
     record.worldHash = world.worldHash;
     // 3. Tools bound to the live world.
-    const toolbox = bindTools(task.environment, world.state, world.ctx);
+    const toolbox = bindTools(task.environment, world.view, world.ctx, world.tracker);
     // 4–6. The agent, in a worker of its own; its output.
     const drive: AgentDriver =
       options.drive ??
@@ -117,10 +117,20 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     phase = await drive({ instruction: task.instruction, toolbox, limits, trace, signal: options.signal });
     if (phase.termination !== 'load_error' && phase.termination !== 'cancelled') {
       // 7. The diff. 8. The grade (also after a timeout or crash: the world as the agent left it).
-      changes = diffWorld(world.initial, world.state);
-      graded = await grade(task, { initial: world.initial, final: world.state, output: phase.output, trace: trace.events }, changes);
+      changes = world.diff();
+      const built = world;
+      const args = {
+        // Built only for a verifier that reads it (a tracked world keeps no copy).
+        get initial() {
+          return built.initial;
+        },
+        final: world.state,
+        output: phase.output,
+        trace: trace.events,
+      };
+      graded = await grade(task, args, changes);
     } else if (phase.termination === 'cancelled') {
-      changes = diffWorld(world.initial, world.state);
+      changes = world.diff();
     }
   } catch (err) {
     error = err instanceof EnvironmentError ? { code: 'environment_error', message: err.message } : { ...toErrorInfo(err), code: 'internal_error' };
@@ -155,6 +165,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     agentTimeMs: phase ? round(Math.max(0, phase.agentMs - phase.toolTimeMs)) : null,
     toolCalls: phase?.toolCalls ?? 0,
     refusedCalls: phase?.refusedCalls ?? 0,
+    ...(world ? { tracking: world.tracking } : {}),
     ...(phase?.usage ? { usage: phase.usage } : {}),
   });
   const diagnosis =

@@ -1,12 +1,15 @@
 /**
- * Steps 1 and 2: build a fresh world and snapshot it. Also the deterministic context (seeded
- * PRNG, simulated clock) that createState and every tool receive.
+ * Steps 1 and 2: build a fresh world and get ready to see what changes in it: a write tracker for
+ * worlds of plain data (no copy is taken), a snapshot for the others. Also the deterministic
+ * context (seeded PRNG, simulated clock) that createState and every tool receive.
  */
 import { createHash } from 'node:crypto';
 import { describeError } from '../errors.js';
 import { CREATE_STATE_TIMEOUT_MS, DEFAULT_CLOCK_START } from '../options.js';
 import { TIMED_OUT, within } from '../time.js';
-import type { Environment, WorldContext } from '../types.js';
+import type { Environment, RunRecord, WorldContext } from '../types.js';
+import { diffWorld, type Change } from './diff.js';
+import { analyzeWorld, WriteTracker } from './track.js';
 
 /** Raised when the world cannot be built; the run ends `not_started` with an `environment_error`. */
 export class EnvironmentError extends Error {
@@ -14,13 +17,21 @@ export class EnvironmentError extends Error {
 }
 
 export interface World<State = unknown> {
-  /** The live world the tools act on. */
+  /** The live world. */
   state: State;
-  /** A deep copy taken before the agent started. */
-  initial: State;
+  /** What tools receive: the live world, behind the write tracker's proxy when there is one. */
+  view: State;
+  /** A deep copy of the world before the agent started (made when first read, if tracked). */
+  readonly initial: State;
   ctx: WorldContext;
   /** sha256 of the initial world's JSON. */
   worldHash: string;
+  /** Records each call's changes; null for a snapshotted world. */
+  tracker: WriteTracker<State & object> | null;
+  /** How changes are found, for run.json. */
+  tracking: NonNullable<RunRecord['tracking']>;
+  /** The changes from the initial world to the live one. */
+  diff(): Change[];
 }
 
 /** Every world createState has returned in this process, to catch a cached object handed out twice. */
@@ -74,6 +85,27 @@ export async function buildWorld<State>(
   if (seenWorlds.has(state as object)) throw staleWorld(environment.name);
   seenWorlds.add(state as object);
 
+  const untrackable = environment.trackChanges === false ? 'trackChanges is false' : analyzeWorld(state);
+  if (untrackable === null) {
+    const worldHash = hashWorld(state);
+    const tracker = new WriteTracker(state as State & object);
+    let initial: State | undefined;
+    return {
+      state,
+      view: tracker.view,
+      get initial() {
+        return (initial ??= tracker.initial());
+      },
+      ctx,
+      worldHash,
+      tracker,
+      get tracking() {
+        return { mode: 'writes' as const, ...(tracker.lost ? { lost: tracker.lost } : {}) };
+      },
+      diff: () => tracker.diff(),
+    };
+  }
+
   let initial: State;
   try {
     initial = structuredClone(state);
@@ -82,7 +114,16 @@ export async function buildWorld<State>(
       `the world built by ${environment.name}.createState() cannot be copied (${(err as Error).message}); keep the world to plain data (no functions or class instances with private state)`,
     );
   }
-  return { state, initial, ctx, worldHash: hashWorld(initial) };
+  return {
+    state,
+    view: state,
+    initial,
+    ctx,
+    worldHash: hashWorld(initial),
+    tracker: null,
+    tracking: { mode: 'snapshot', reason: untrackable },
+    diff: () => diffWorld(initial, state),
+  };
 }
 
 async function callCreateState<State>(environment: Environment<State>, ctx: WorldContext, timeoutMs: number): Promise<State> {

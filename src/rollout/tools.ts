@@ -6,10 +6,13 @@ import { describeError } from '../errors.js';
 import type { Environment, Tool, ToolResult, ToolSchema, WorldContext } from '../types.js';
 import { compileTool, validateInput } from './validate.js';
 import { nearestFirst } from './similar.js';
+import type { WriteTracker } from './track.js';
 
 export interface Toolbox {
   /** The schemas an agent receives: name, description and the schema as enforced. */
   readonly schemas: ToolSchema[];
+  /** The world's write tracker, if it has one. */
+  readonly tracker: WriteTracker | null;
   /** Lookup, validation, run and clone. Never throws. */
   call(name: string, input: unknown): Promise<ToolResult>;
 }
@@ -23,12 +26,16 @@ export function toolSchemas(environment: Environment): ToolSchema[] {
   }));
 }
 
-/** Binds an environment's tools to a live world. */
-export function bindTools<State>(environment: Environment<State>, state: State, ctx: WorldContext): Toolbox {
+/**
+ * Binds an environment's tools to a live world (`state`: the tracker's view when there is a
+ * tracker, whose proxies the returned values are read through).
+ */
+export function bindTools<State>(environment: Environment<State>, state: State, ctx: WorldContext, tracker: WriteTracker | null = null): Toolbox {
   const byName = new Map<string, Tool<State>>(environment.tools.map((t) => [t.name, t]));
   const names = [...byName.keys()];
   return {
     schemas: toolSchemas(environment),
+    tracker,
     async call(name, input) {
       const tool = byName.get(name);
       if (!tool) {
@@ -48,7 +55,8 @@ export function bindTools<State>(environment: Environment<State>, state: State, 
         return fail('tool_error', err instanceof Error ? describeError(err) : `${name} failed: ${describeError(err)}`);
       }
       try {
-        // The agent gets a copy: nothing it does with the value can reach back into the world.
+        // The agent gets a copy: nothing it does with the value can reach back into the world
+        // (world objects in it are tracking proxies, which structuredClone copies through).
         return { ok: true, value: value === undefined ? null : structuredClone(value) };
       } catch (err) {
         return fail('tool_error', `${name} returned a value that cannot be cloned (${describeError(err)}); tools must return plain data`);

@@ -80,6 +80,25 @@ describe('diagnose', () => {
     expect(findings).toContainEqual({ code: 'collateral_damage', message: 'changes outside mayChange: users.u1.email' });
   });
 
+  it('points collateral_damage at the first call whose own changes left mayChange', () => {
+    const checks: Check[] = [{ name: 'mayChange', pass: false, message: 'changes outside mayChange: users.u1.email' }];
+    const email = { kind: 'E', path: ['users', 'u1', 'email'], lhs: 'a', rhs: 'b' } as never;
+    const trace = traceOf(
+      started,
+      { type: 'tool_call', callId: 1, name: 'update_ticket', input: {} },
+      { type: 'tool_result', callId: 1, durationMs: 0.1, ok: true, value: null, changes: [change] },
+      { type: 'tool_call', callId: 2, name: 'update_user', input: {} },
+      { type: 'tool_result', callId: 2, durationMs: 0.1, ok: true, value: null, changes: [email] },
+      returned('ok'),
+    );
+    const task = { environment: { name: 'e', createState: () => ({}), tools: [] }, mayChange: ['tickets.*.status'] };
+    expect(run({ trace, task, checks, status: 'failed' })).toContainEqual({
+      code: 'collateral_damage',
+      seq: 3,
+      message: 'changes outside mayChange: users.u1.email (first by call #2 update_user)',
+    });
+  });
+
   it('flags changes in a task whose solution only reads (collateral_damage)', () => {
     const task = {
       environment: { name: 'e', createState: () => ({}), tools: [{ name: 'get', description: '', inputSchema: {}, readOnly: true, run: () => null }] },

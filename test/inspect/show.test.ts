@@ -51,6 +51,18 @@ describe('formatRun', () => {
     expect(text).toMatch(/#1 get_user \{"user_id":"u1"\}\n.*no result \(the run ended first\)/);
   });
 
+  it('lists under each call the changes it made, and how many more there were', () => {
+    const loaded = runningRun();
+    const changes = Array.from({ length: 23 }, (_, i) => ({ kind: 'N' as const, path: ['tags', `t${i}`], rhs: i }));
+    loaded.trace.push(
+      { seq: 1, t: 5, type: 'tool_call', callId: 1, name: 'tag_all', input: {} },
+      { seq: 2, t: 6, type: 'tool_result', callId: 1, durationMs: 1, ok: true, value: null, changes: [{ kind: 'E', path: ['n'], lhs: 1, rhs: 2 }, ...changes] },
+    );
+    const text = formatRun(loaded, plain);
+    expect(text).toMatch(/#1 tag_all \{\}\n.*→ ok.*\n +~ n: 1 → 2\n +\+ tags\.t0: 0\n/);
+    expect(text).toContain('… 4 more changes (all in state-diff.json)');
+  });
+
   it('shows the model usage an agent reported, and no usage line without it', () => {
     const loaded = runningRun();
     expect(formatRun(loaded, plain)).not.toMatch(/^model /m);

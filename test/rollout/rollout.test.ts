@@ -84,6 +84,67 @@ describe('runRollout on the helpdesk world', () => {
   });
 });
 
+describe('per-call changes', () => {
+  it('puts on each tool_result the changes its call made; replayed in order they give the final world', async () => {
+    const task = byId('assign-urgent-to-on-call');
+    const r = await runRollout({ task, agent: agent('helpdesk-solver.ts'), outDir: out.dir, seed: 7 });
+    const { trace, diff, run } = readRunFiles(r.runDir);
+    expect(run.tracking).toEqual({ mode: 'writes' });
+    const results = eventsOf(trace, 'tool_result');
+    const writing = results.filter((e) => e.changes !== undefined);
+    expect(writing.length).toBeGreaterThan(0);
+    // Read-only calls changed nothing and carry nothing.
+    const calls = new Map(eventsOf(trace, 'tool_call').map((e) => [e.callId, e.name]));
+    for (const e of results) {
+      if (['search_users', 'get_user', 'list_tickets', 'get_ticket'].includes(calls.get(e.callId) ?? '')) expect(e.changes).toBeUndefined();
+    }
+    const initial = () => task.environment.createState({ seed: 7, random: Math.random, now: () => 0, advance: () => {} });
+    const stepByStep = applyChanges(await initial(), writing.flatMap((e) => e.changes ?? []) as Change[]);
+    expect(stepByStep).toEqual(applyChanges(await initial(), diff as Change[]));
+  });
+
+  it('records what a tool changed before it threw, on its failed tool_result', async () => {
+    const half = defineTool({
+      name: 'half_done',
+      description: 'Writes, then fails.',
+      inputSchema: { type: 'object', properties: {} } as const,
+      run(state: TestState) {
+        state.values.started = true;
+        throw new Error('fell over halfway');
+      },
+    });
+    const world = testWorld({ instruction: 'half_done', tools: [half] });
+    const r = await runRollout({ task: world.task, agent: agent('call-once.mjs'), outDir: out.dir });
+    const [result] = eventsOf(readRunFiles(r.runDir).trace, 'tool_result');
+    expect(result?.ok).toBe(false);
+    expect(result?.changes).toEqual([{ kind: 'N', path: ['values', 'started'], rhs: true }]);
+  });
+
+  it('snapshots a world that is not plain data, says why in run.json, and still diffs it exactly', async () => {
+    const stamp = defineTool({
+      name: 'stamp',
+      description: 'Sets a date.',
+      inputSchema: { type: 'object', properties: {} } as const,
+      run(state: { when: Date; n: number }) {
+        state.when = new Date(86_400_000);
+        state.n += 1;
+      },
+    });
+    const task = {
+      id: 'test/dates',
+      instruction: 'stamp',
+      environment: { name: 'dated', createState: () => ({ when: new Date(0), n: 0 }), tools: [stamp] },
+      verify: ({ initial, final }: { initial: { n: number }; final: { n: number } }) => [check.equal('n', final.n, initial.n + 1)],
+    };
+    const r = await runRollout({ task, agent: agent('call-once.mjs'), outDir: out.dir });
+    expect(r.status).toBe('passed');
+    const { run, trace, diff } = readRunFiles(r.runDir);
+    expect(run.tracking).toEqual({ mode: 'snapshot', reason: 'world.when is a Date' });
+    expect(eventsOf(trace, 'tool_result')[0]?.changes).toBeUndefined();
+    expect(diff.map((c) => (c as Change).path)).toEqual([['when'], ['n']]);
+  });
+});
+
 describe('run.json', () => {
   it('exists from the start with status "running"', async () => {
     const dir = tempDir('silo-running-');

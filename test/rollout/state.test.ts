@@ -84,9 +84,10 @@ describe('buildWorld', () => {
     expect((await failure(buildWorld(env, 1))).message).toContain('cannot be copied');
   });
 
-  it('keeps a snapshot that is a deep copy: changing the live world leaves it alone', async () => {
+  it('keeps the initial world apart: changes made through the tools\' view leave it alone', async () => {
     const world = await buildWorld(environment(seed), 1);
-    const state = world.state as typeof seed;
+    expect(world.tracking).toEqual({ mode: 'writes' });
+    const state = world.view as typeof seed;
     state.users.u1.active = false;
     state.users.u1.tags.push('x');
     (state.users as Record<string, unknown>).u2 = { name: 'Bo' };

@@ -1,0 +1,188 @@
+import { describe, expect, it } from 'vitest';
+import { applyChanges, diffWorld } from '../../src/rollout/diff.js';
+import { seededRandom } from '../../src/rollout/state.js';
+import { analyzeWorld, WriteTracker } from '../../src/rollout/track.js';
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type Container = Json[] | { [key: string]: Json };
+
+/** The changes as state-diff.json holds them. */
+const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value)) as unknown;
+
+function randomWorld(random: () => number, depth = 0): Container {
+  const pick = (n: number) => Math.floor(random() * n);
+  const leaf = (): Json => [null, true, false, pick(100), `s${pick(50)}`][pick(5)] ?? null;
+  const value = (d: number): Json => (d < 4 && random() < 0.45 ? randomWorld(random, d) : leaf());
+  if (depth > 0 && random() < 0.4) return Array.from({ length: pick(5) }, () => value(depth + 1));
+  const object: Record<string, Json> = {};
+  for (let i = pick(6) + (depth === 0 ? 3 : 0); i > 0; i--) object[`k${pick(9)}`] = value(depth + 1);
+  return object;
+}
+
+/** The containers of a world (through the view, so that writes to them are tracked). */
+function containers(view: Container): Container[] {
+  const found: Container[] = [];
+  const visit = (value: Json): void => {
+    if (typeof value !== 'object' || value === null) return;
+    found.push(value);
+    for (const child of Object.values(value)) visit(child);
+  };
+  visit(view);
+  return found;
+}
+
+/** One random edit made through the tracker's view, as a tool would make it. */
+function randomEdit(view: Container, random: () => number): void {
+  const pick = (n: number) => Math.floor(random() * n);
+  const all = containers(view);
+  const target = all[pick(all.length)] as Container;
+  const other = all[pick(all.length)] as Container;
+  const fresh = (): Json => (random() < 0.5 ? pick(1000) : { n: pick(9), list: [pick(9), `x${pick(9)}`] });
+  if (Array.isArray(target)) {
+    switch (pick(7)) {
+      case 0: target.push(fresh()); break;
+      case 1: target.pop(); break;
+      case 2: target.shift(); break;
+      case 3: target.splice(pick(target.length + 1), pick(2), fresh()); break;
+      case 4: if (target.length > 0) target[pick(target.length)] = fresh(); break;
+      case 5: target.reverse(); break;
+      default: target.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    }
+    return;
+  }
+  const keys = Object.keys(target);
+  const key = keys[pick(keys.length)];
+  switch (pick(5)) {
+    case 0: target[`k${pick(12)}`] = fresh(); break;
+    case 1: if (key !== undefined) delete target[key]; break;
+    case 2: {
+      // Moves an object: out of one place, into a new object in another (a re-parenting).
+      if (key === undefined || other === target) break;
+      const moved = target[key] as Json;
+      delete target[key];
+      if (!Array.isArray(other) && !containers(moved as Container).includes(other)) other[`m${pick(9)}`] = { wrapped: moved };
+      break;
+    }
+    case 3: if (key !== undefined) target[key] = { ...(target[key] as object), extra: pick(9) } as Json; break;
+    default: if (key !== undefined && typeof target[key] !== 'object') target[key] = fresh();
+  }
+}
+
+describe('WriteTracker', () => {
+  it('gives, for random edits made through its view, the same changes as a full diff, per call and for the run', () => {
+    let calls = 0;
+    let lostRuns = 0;
+    for (let seed = 1; seed <= 300; seed++) {
+      const random = seededRandom(seed);
+      const world = randomWorld(random);
+      const initial = structuredClone(world);
+      const tracker = new WriteTracker(world);
+      for (let call = 0; call < 4; call++) {
+        const before = structuredClone(world);
+        const scope = tracker.beginCall();
+        for (let i = Math.floor(random() * 4); i >= 0; i--) randomEdit(tracker.view, random);
+        const changes = tracker.endCall(scope);
+        if (changes === undefined) {
+          expect(tracker.lost).not.toBeNull();
+          continue;
+        }
+        calls++;
+        expect(asJson(changes), `seed ${seed} call ${call}`).toEqual(asJson(diffWorld(before, world)));
+      }
+      if (tracker.lost) lostRuns++;
+      expect(asJson(tracker.diff()), `seed ${seed}`).toEqual(asJson(diffWorld(initial, world)));
+      expect(applyChanges(initial, asJson(tracker.diff()) as ReturnType<typeof diffWorld>)).toStrictEqual(world);
+      expect(tracker.initial()).toStrictEqual(initial);
+    }
+    // The fuzzer must exercise the tracked path, not only the fallback.
+    expect(calls).toBeGreaterThan(800);
+    expect(lostRuns).toBeLessThan(30);
+  });
+
+  it('records a write to a deep object under its path, and nothing for reads', () => {
+    const world = { users: { u1: { name: 'Ada', tags: ['a'] }, u2: { name: 'Bo', tags: [] as string[] } } };
+    const tracker = new WriteTracker(world);
+    const read = tracker.beginCall();
+    expect(Object.values(tracker.view.users).map((u) => u.name)).toEqual(['Ada', 'Bo']);
+    expect(tracker.endCall(read)).toEqual([]);
+    const write = tracker.beginCall();
+    tracker.view.users.u2.tags.push('new');
+    expect(asJson(tracker.endCall(write))).toEqual([{ kind: 'A', path: ['users', 'u2', 'tags'], index: 0, item: { kind: 'N', rhs: 'new' } }]);
+    expect(world.users.u2.tags).toEqual(['new']);
+  });
+
+  it('keeps what a call recorded even when later calls change the same values', () => {
+    const world = { n: { v: 1 } };
+    const tracker = new WriteTracker(world);
+    const first = tracker.beginCall();
+    tracker.view.n = { v: 2 };
+    const changes = tracker.endCall(first);
+    tracker.view.n.v = 3;
+    expect(asJson(changes)).toEqual([{ kind: 'E', path: ['n', 'v'], lhs: 1, rhs: 2 }]);
+  });
+
+  it('stores world objects inside new values as themselves, never as proxies', () => {
+    const world = { users: [{ name: 'Ada' }], log: [] as unknown[] };
+    const tracker = new WriteTracker(world);
+    const ada = tracker.view.users[0];
+    tracker.view.log.push({ who: ada });
+    expect(world.log[0]).toEqual({ who: { name: 'Ada' } });
+    expect((world.log[0] as { who: unknown }).who).toBe(world.users[0]);
+    // The same object in two places: positions can no longer be trusted, the run's diff stays exact.
+    expect(tracker.lost).toBeNull();
+    expect(asJson(tracker.diff())).toEqual(asJson(diffWorld({ users: [{ name: 'Ada' }], log: [] }, world)));
+    expect(tracker.lost).toMatch(/two places/);
+  });
+
+  it('lets tools structuredClone world objects and return them (copies, not proxies)', () => {
+    const world = { users: { u1: { name: 'Ada', born: 1815 } } };
+    const tracker = new WriteTracker(world);
+    const copy = structuredClone(tracker.view.users.u1);
+    expect(copy).toEqual({ name: 'Ada', born: 1815 });
+    copy.name = 'changed';
+    expect(world.users.u1.name).toBe('Ada');
+    const list = structuredClone(Object.values(tracker.view.users).filter((u) => u.born < 1900));
+    expect(list).toEqual([{ name: 'Ada', born: 1815 }]);
+    // Values structuredClone never copied still fail as they did.
+    expect(() => structuredClone({ f: () => 1 })).toThrow(/could not be cloned/);
+    expect(() => structuredClone({ user: tracker.view.users.u1, f: () => 1 })).toThrow(/could not be cloned/);
+  });
+
+  it('hands out the same proxy for the same object, so identity checks in tools hold', () => {
+    const world = { list: [{ id: 1 }, { id: 2 }] };
+    const tracker = new WriteTracker(world);
+    const first = tracker.view.list[0];
+    expect(tracker.view.list.indexOf(first!)).toBe(0);
+    expect(tracker.view.list.find((x) => x.id === 1)).toBe(first);
+    expect(Array.isArray(tracker.view.list)).toBe(true);
+  });
+
+  it('records a tool that deletes and re-adds keys, and one that empties an array', () => {
+    const world: { a: Record<string, number>; b: number[] } = { a: { x: 1, y: 2 }, b: [1, 2, 3] };
+    const initial = structuredClone(world);
+    const tracker = new WriteTracker(world);
+    const scope = tracker.beginCall();
+    delete tracker.view.a.x;
+    tracker.view.a.x = 5;
+    tracker.view.b.length = 0;
+    expect(asJson(tracker.endCall(scope))).toEqual(asJson(diffWorld(initial, world)));
+  });
+});
+
+describe('analyzeWorld', () => {
+  it('accepts plain data', () => {
+    expect(analyzeWorld({ a: [1, { b: null }], c: { d: 'x' } })).toBeNull();
+  });
+
+  it('names what keeps a world from being tracked', () => {
+    const shared = { id: 1 };
+    expect(analyzeWorld({ a: shared, b: [shared] })).toMatch(/same object is in two places \(world\.b\[0\]\)/);
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(analyzeWorld(cyclic)).toMatch(/two places/);
+    expect(analyzeWorld({ when: new Date(0) })).toMatch(/world\.when is a Date/);
+    expect(analyzeWorld({ m: new Map() })).toMatch(/Map/);
+    expect(analyzeWorld({ f: Object.freeze({}) })).toMatch(/frozen/);
+    expect(analyzeWorld({ f: () => 1 })).toMatch(/function/);
+  });
+});
