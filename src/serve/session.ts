@@ -64,6 +64,7 @@ export async function serveSession(opts: DriveOptions, transport: Transport): Pr
   });
   const calls = createCallPath(guard, toolbox, trace);
   let nextId = 1;
+  let queue: Promise<unknown> = Promise.resolve();
 
   const server = new Server(
     { name: 'silo', version: SILO_VERSION },
@@ -104,7 +105,12 @@ export async function serveSession(opts: DriveOptions, transport: Transport): Pr
       );
       return { content: [{ type: 'text', text: 'Finished. The rollout is over and is being graded.' }] };
     }
-    const result = await calls.handle(callMessage(nextId++, name, args, limits.maxMessageBytes));
+    // One call at a time, in arrival order, as the calls of a worker's agent: a client that sends
+    // several at once does not get them interleaved on the world.
+    const message = callMessage(nextId++, name, args, limits.maxMessageBytes);
+    const turn = queue.then(() => calls.handle(message));
+    queue = turn.catch(() => undefined);
+    const result = await turn;
     return { content: [{ type: 'text', text: renderToolResult(result) }], ...(result.ok ? {} : { isError: true }) };
   });
 

@@ -21,8 +21,8 @@ export interface Reply {
   body: unknown;
 }
 
-/** One step of a script: the request it answers → the reply. */
-export type Step = (request: RecordedRequest) => Reply;
+/** One step of a script: the request it answers → the reply (null: never answer, as a hung server). */
+export type Step = (request: RecordedRequest) => Reply | null;
 
 export interface ScriptedServer {
   /** http://127.0.0.1:<port> */
@@ -36,6 +36,7 @@ export interface ScriptedServer {
 export async function scriptedServer(steps: Step[]): Promise<ScriptedServer> {
   const requests: RecordedRequest[] = [];
   const unexpected: RecordedRequest[] = [];
+  const hung: import('node:http').ServerResponse[] = [];
   let next = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -45,7 +46,7 @@ export async function scriptedServer(steps: Step[]): Promise<ScriptedServer> {
       const request: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: text ? JSON.parse(text) : null };
       requests.push(request);
       const step = steps[next++];
-      let reply: Reply;
+      let reply: Reply | null;
       if (step) {
         try {
           reply = step(request);
@@ -55,6 +56,10 @@ export async function scriptedServer(steps: Step[]): Promise<ScriptedServer> {
       } else {
         unexpected.push(request);
         reply = { status: 500, body: { error: { type: 'server_error', message: 'the script has no more steps' } } };
+      }
+      if (reply === null) {
+        hung.push(res);
+        return;
       }
       res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
       res.end(JSON.stringify(reply.body));
@@ -66,7 +71,11 @@ export async function scriptedServer(steps: Step[]): Promise<ScriptedServer> {
     origin: `http://127.0.0.1:${port}`,
     requests,
     unexpected,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () => {
+      for (const res of hung) res.destroy();
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
   };
 }
 

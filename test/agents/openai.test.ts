@@ -143,4 +143,25 @@ describe('--agent openai:<model>', () => {
       await server.close();
     }
   });
+
+  it('stops waiting on a model that does not answer when the rollout times out: the signal reaches the request', async () => {
+    const server = await scriptedServer([() => null]);
+    try {
+      const r = await runRollout({
+        task: task('close-ticket'),
+        agent: 'openai:slow-model',
+        env: { OPENAI_BASE_URL: `${server.origin}/v1` },
+        limits: { timeoutMs: 300 },
+        outDir: out.dir,
+      });
+      expect(r.termination).toBe('timeout');
+      expect(server.requests).toHaveLength(1);
+      const files = readRunFiles(r.runDir);
+      // The agent's request was aborted and it threw within the grace period: the worker was not killed.
+      expect(eventsOf(files.trace, 'agent_threw')).toHaveLength(1);
+      expect(eventsOf(files.trace, 'agent_log').some((l) => l.message.includes('retry'))).toBe(false);
+    } finally {
+      await server.close();
+    }
+  });
 });

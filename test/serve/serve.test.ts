@@ -133,6 +133,20 @@ describe('silo serve over stdio', () => {
     expect(stderr()).toMatch(/silo serve: helpdesk\/assign-by-email passed \(score 1\.00, returned, 5 calls\); run [0-9A-Z]{26}/);
   });
 
+  it('runs calls sent at once one after the other, in arrival order', async () => {
+    const out = mkdtempSync(join(tmp.dir, 'stdio-'));
+    const { client, closed } = await overStdio([TASKS, '--task', 'helpdesk/close-ticket', '--out', out]);
+    const ids = ['t1', 't2', 't3', 't4'];
+    const results = await Promise.all(ids.map((id) => client.callTool({ name: 'get_ticket', arguments: { ticket_id: id } })));
+    expect(results.map((r) => (JSON.parse(text(r).text) as { id: string }).id)).toEqual(ids);
+    await client.callTool({ name: 'finish', arguments: { output: 'looked' } });
+    await closed;
+    const events = onlyRun(out).trace.filter((e) => e.type === 'tool_call' || e.type === 'tool_result');
+    // call, result, call, result: never two calls in flight on the world.
+    expect(events.map((e) => e.type)).toEqual(ids.flatMap(() => ['tool_call', 'tool_result']));
+    expect(events.filter((e) => e.type === 'tool_call').map((e) => (e.input as { ticket_id: string }).ticket_id)).toEqual(ids);
+  });
+
   it('a disconnect without finish ends the rollout: graded, output null, and the trace says why', async () => {
     const out = mkdtempSync(join(tmp.dir, 'stdio-'));
     const { client, transport } = await overStdio([TASKS, '--task', 'helpdesk/close-ticket', '--out', out]);
