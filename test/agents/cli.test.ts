@@ -56,3 +56,22 @@ describe('silo eval --agent anthropic:<model>', () => {
     }
   });
 });
+
+describe('--help', () => {
+  it.each(['run', 'eval'])('silo %s --help names the built-in agents, --env and --max-turns', async (command) => {
+    const r = await runSilo([command, '--help']);
+    expect(r.code).toBe(0);
+    // Commander wraps help to the terminal width.
+    expect(r.stdout).toMatch(/openai:<model>\s+or\s+anthropic:<model>/);
+    expect(r.stdout).toMatch(/-e, --env <name> +pass this variable from the shell into the\s+agent/);
+    expect(r.stdout).toMatch(/--max-turns <n> +model requests a built-in agent makes\s+before giving up/);
+  });
+
+  it('silo serve --help says what the client gets and how the rollout ends', async () => {
+    const r = await runSilo(['serve', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/--http <port> +serve streamable HTTP on\s+127\.0\.0\.1:<port>\/mcp/);
+    expect(r.stdout).toMatch(/finish\(\{ output \}\)/);
+    expect(r.stdout).toMatch(/Exit codes: 0 passed, 1 failed or error, 2 usage or set-up error, 130 cancelled/);
+  });
+});
