@@ -144,21 +144,23 @@ describe('--agent openai:<model>', () => {
     }
   });
 
-  it('stops waiting on a model that does not answer when the rollout times out: the signal reaches the request', async () => {
-    const server = await scriptedServer([() => null]);
+  it('stops waiting on a model that does not answer when the rollout is stopped: the signal reaches the request', async () => {
+    const cancel = new AbortController();
+    // The server takes the request and never answers; the rollout is cancelled once it has it.
+    const server = await scriptedServer([
+      () => {
+        cancel.abort();
+        return null;
+      },
+    ]);
     try {
-      const r = await runRollout({
-        task: task('close-ticket'),
-        agent: 'openai:slow-model',
-        env: { OPENAI_BASE_URL: `${server.origin}/v1` },
-        limits: { timeoutMs: 300 },
-        outDir: out.dir,
-      });
-      expect(r.termination).toBe('timeout');
+      const r = await runRollout({ task: task('close-ticket'), agent: 'openai:slow-model', env: { OPENAI_BASE_URL: `${server.origin}/v1` }, signal: cancel.signal, outDir: out.dir });
+      expect(r.termination).toBe('cancelled');
       expect(server.requests).toHaveLength(1);
       const files = readRunFiles(r.runDir);
-      // The agent's request was aborted and it threw within the grace period: the worker was not killed.
-      expect(eventsOf(files.trace, 'agent_threw')).toHaveLength(1);
+      // The request was aborted and the agent threw within the grace period; had the signal not
+      // reached the request, the agent would still be waiting when its worker was terminated.
+      expect(eventsOf(files.trace, 'agent_threw')).toEqual([expect.objectContaining({ error: expect.objectContaining({ message: expect.stringMatching(/abort/i) }) })]);
       expect(eventsOf(files.trace, 'agent_log').some((l) => l.message.includes('retry'))).toBe(false);
     } finally {
       await server.close();
