@@ -30,8 +30,13 @@ export function fakeRunId(i: number): string {
   return `01FAKERUN${String(i).padStart(17, '0')}`;
 }
 
-/** Writes `<outDir>/evals/<evalId>/` and `<outDir>/runs/<runId>/` for each run. */
-export function writeFakeEval(outDir: string, evalId: string, runs: readonly FakeRun[]): { summary: EvalSummary; runIds: string[] } {
+/** Writes `<outDir>/evals/<evalId>/` and (unless `runFolders` is false) `<outDir>/runs/<runId>/` for each run. */
+export function writeFakeEval(
+  outDir: string,
+  evalId: string,
+  runs: readonly FakeRun[],
+  options: { runFolders?: boolean } = {},
+): { summary: EvalSummary; runIds: string[] } {
   const evalDir = join(outDir, 'evals', evalId);
   mkdirSync(evalDir, { recursive: true });
   const taskIds = [...new Set(runs.map((r) => r.taskId))];
@@ -48,6 +53,8 @@ export function writeFakeEval(outDir: string, evalId: string, runs: readonly Fak
     const line: EvalRunLine = { runId, taskId: r.taskId, trial: r.trial ?? 0, status: r.status, score, termination, durationMs, ...(r.retried ? { retried: true } : {}) };
     lines.push(line);
     tally.add(line);
+    // Without run folders, only the eval's own files are written (a row each, no detail): fast.
+    if (options.runFolders === false) return;
     const dir = join(outDir, 'runs', runId);
     mkdirSync(dir, { recursive: true });
     const run: RunRecord = {
