@@ -15,6 +15,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runEval } from '../../src/index.js';
 import { writeReport } from '../../src/inspect/report.js';
+import type { TraceEvent } from '../../src/types.js';
 import { tempDir } from '../helpers.js';
 import { writeFakeEval, type FakeRun } from './fake-eval.js';
 
@@ -41,6 +42,7 @@ describe.skipIf(missing && !inCi)('the HTML report in Chromium', () => {
   let browser: Browser;
   let small: string;
   let large: string;
+  let changed: string;
 
   beforeAll(async () => {
     if (missing) throw new Error(`CI needs Chromium at ${CHROMIUM} for the browser test of the HTML report: install it with \`apt-get install -y chromium\` (.ci/run does)`);
@@ -54,6 +56,17 @@ describe.skipIf(missing && !inCi)('the HTML report in Chromium', () => {
     const fake = join(tmp.dir, 'large');
     writeFakeEval(fake, '01FAKEEVAL0000000000010000', runs, { runFolders: false });
     large = (await writeReport({ outDir: fake })).file;
+    // One run whose trace records the changes of each call (deep-diff records on tool_result).
+    const changes = [{ kind: 'E', path: ['tickets', 't1', 'status'], lhs: 'open', rhs: 'closed' }];
+    const trace = [
+      { seq: 0, t: 0, type: 'run_started', taskId: 'desk/close', agent: 'a', seed: 1 },
+      { seq: 1, t: 3, type: 'tool_call', callId: 1, name: 'update_ticket', input: { ticket_id: 't1', status: 'closed' } },
+      { seq: 2, t: 5, type: 'tool_result', callId: 1, durationMs: 2, ok: true, value: { id: 't1' }, changes },
+      { seq: 3, t: 9, type: 'agent_returned', output: 'Closed t1.' },
+    ] as TraceEvent[];
+    const withChanges = join(tmp.dir, 'changes');
+    writeFakeEval(withChanges, '01FAKEEVAL00000000000CHANGE', [{ taskId: 'desk/close', status: 'failed', trace, diff: changes }]);
+    changed = (await writeReport({ outDir: withChanges })).file;
   }, 120_000);
 
   afterAll(async () => {
@@ -144,6 +157,17 @@ describe.skipIf(missing && !inCi)('the HTML report in Chromium', () => {
     expect(await detail.locator('#checks').innerText()).toContain('the agent answered');
     expect(page.url()).toMatch(/#run=[0-9A-Z]{26}$/);
     expect(trouble.errors).toEqual([]);
+    await page.close();
+  });
+
+  it('shows the changes each call made, and the run\'s changes to the world', async () => {
+    const { page, trouble } = await open(changed);
+    await page.locator('#runs tbody tr').first().click();
+    const call = page.locator('#timeline tr.event-call');
+    await expect.poll(() => call.count()).toBe(1);
+    expect(await call.locator('ul.changes').innerText()).toBe('~ tickets.t1.status: "open" → "closed"');
+    expect(await page.locator('#run-detail > ul.changes').innerText()).toBe('~ tickets.t1.status: "open" → "closed"');
+    expect(trouble).toEqual({ errors: [], requests: [], dialogs: [] });
     await page.close();
   });
 
