@@ -11,4 +11,8 @@ export type { LoadedTask } from './load.js';
 export { checkTasks } from './check/check.js';
 export type { CheckOptions, CheckProgress, CheckReport, CheckSummary, Finding, FindingCode, CheckName } from './check/types.js';
 export { DEFAULT_LIMITS } from './options.js';
+export { writeReport } from './inspect/report.js';
+export type { ReportOptions, ReportWritten } from './inspect/report.js';
+export { DEFAULT_REPORT_LIMITS } from './inspect/report-data.js';
+export type { ReportLimits } from './inspect/report-data.js';
 export type * from './types.js';
