@@ -12,6 +12,7 @@ import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, limitsFr
 import { agentEnv } from '../agents/builtin.js';
 import { onInterrupt } from './signals.js';
 import { createStyle } from '../inspect/style.js';
+import { writeReport } from '../inspect/report.js';
 
 interface EvalFlags {
   agent?: string;
@@ -27,6 +28,7 @@ interface EvalFlags {
   minPassRate?: number;
   retries: number;
   reuseWorkers?: boolean;
+  report?: boolean;
   timeout?: number;
   maxToolCalls?: number;
   memory?: number;
@@ -51,6 +53,7 @@ export function registerEval(program: Command): void {
     .option('--min-pass-rate <r>', 'exit 0 when the pass rate reaches r (0..1), even if some runs failed', rate)
     .option('--retries <n>', 'retries of a run lost to infrastructure (crashed worker, internal error)', integer(0), DEFAULT_RETRIES)
     .option('--reuse-workers', 'reuse warm workers across rollouts (faster; trusted agents only: globals leak)')
+    .option('--report', 'also write the HTML report (see `silo report`) to <out>/evals/<evalId>/report.html')
     .option('--timeout <ms>', 'wall-clock limit per rollout, ms', integer(1))
     .option('--max-tool-calls <n>', 'tool calls allowed per rollout', integer(0))
     .option('--memory <mb>', 'heap limit of each agent worker, MiB', integer(0))
@@ -78,7 +81,7 @@ function refuseWithResume(paths: string[], command: Command): void {
   if (given.length > 0) {
     throw new SiloError(
       'SILO_USAGE',
-      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --min-pass-rate and --out can)`,
+      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --report, --min-pass-rate and --out can)`,
     );
   }
 }
@@ -139,6 +142,10 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
     process.stderr.write(`report written to ${flags.output}\n`);
   } else {
     process.stdout.write(report);
+  }
+  if (flags.report) {
+    const written = await writeReport({ evalId: summary.evalId, outDir: flags.out });
+    process.stderr.write(`HTML report written to ${written.file}\n`);
   }
   return exitCode(summary, flags.minPassRate);
 }

@@ -6,6 +6,7 @@ import { closeSharedPool } from '../pool/pool.js';
 import { registerCheck } from './check.js';
 import { registerEval } from './eval.js';
 import { registerLs } from './ls.js';
+import { registerReport } from './report.js';
 import { registerRun } from './run.js';
 import { registerServe } from './serve.js';
 import { registerShow } from './show.js';
@@ -27,6 +28,7 @@ export function createProgram(): Command {
   registerRun(program);
   registerEval(program);
   registerShow(program);
+  registerReport(program);
   registerTools(program);
   registerCheck(program);
   registerLs(program);

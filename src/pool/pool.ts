@@ -18,6 +18,48 @@ import { BRAND, type WorkerTask } from '../protocol.js';
  */
 const DEFAULT_WARM_WORKERS = 2;
 
+/**
+ * Agents one reused worker runs at once. Agents that wait on a model spend almost no time on the
+ * thread, so a few threads carry many rollouts; thread start-up (~25 ms of CPU each) is what
+ * bounds a single-use pool.
+ */
+export const AGENTS_PER_REUSED_WORKER = 16;
+
+/**
+ * piscina's default balancer never puts a second task on a worker running one abortable task
+ * (ours all are: the signal terminates the worker after the grace period), and reports such a
+ * worker's usage as Infinity. Reused workers share: the least busy worker with room takes the
+ * task. Aborting one task still terminates its thread, ending the others in it (trusted agents).
+ */
+type Balancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
+type PoolWorker = Parameters<Balancer>[1][number];
+const sharingBalancer: Balancer = (_task, workers) => {
+  let best: PoolWorker | null = null;
+  let bestUsage = AGENTS_PER_REUSED_WORKER;
+  for (const worker of workers) {
+    const usage = tasksOn(worker);
+    if (usage < bestUsage) {
+      best = worker;
+      bestUsage = usage;
+    }
+    if (usage === 0) break;
+  }
+  return best;
+};
+
+/**
+ * The number of tasks a worker runs. piscina (pinned) keeps them in `taskInfos` behind a symbol it
+ * does not export; should that change, a busy worker reads as full and simply gets no more tasks.
+ */
+function tasksOn(worker: PoolWorker): number {
+  if (worker.currentUsage !== Infinity) return worker.currentUsage;
+  for (const symbol of Object.getOwnPropertySymbols(worker)) {
+    const info = (worker as unknown as Record<symbol, { taskInfos?: unknown } | undefined>)[symbol];
+    if (info?.taskInfos instanceof Map) return info.taskInfos.size;
+  }
+  return Infinity;
+}
+
 /** How a worker's task ended, from the pool's point of view. */
 export type WorkerExit =
   | { kind: 'exited'; message: string }
@@ -30,9 +72,11 @@ export interface AgentPoolOptions {
   /** Workers kept warm, ready for the next rollout. */
   minThreads?: number;
   /**
-   * Reuse workers across rollouts (a fresh agent module instance each time). Faster, but what
-   * an agent leaves in its thread (globals, patched built-ins) reaches later rollouts: trusted
-   * agents only.
+   * Reuse workers across rollouts (a fresh agent module instance each time), running up to
+   * AGENTS_PER_REUSED_WORKER agents at once in one thread. Faster, but what an agent leaves in
+   * its thread (globals, patched built-ins) reaches other rollouts, the heap limit is shared, and
+   * terminating one agent that ignores its signal ends the others in its thread: trusted agents
+   * only.
    */
   reuse?: boolean;
 }
@@ -47,11 +91,13 @@ export class AgentPool {
   readonly #options: Required<AgentPoolOptions>;
 
   constructor(options: AgentPoolOptions = {}) {
-    const maxThreads = options.maxThreads ?? 64;
+    const reuse = options.reuse ?? false;
+    // maxThreads counts rollouts at once; reused workers each carry several.
+    const maxThreads = reuse ? Math.ceil((options.maxThreads ?? 64) / AGENTS_PER_REUSED_WORKER) : (options.maxThreads ?? 64);
     this.#options = {
       maxThreads,
       minThreads: Math.min(options.minThreads ?? DEFAULT_WARM_WORKERS, maxThreads),
-      reuse: options.reuse ?? false,
+      reuse,
     };
   }
 
@@ -95,8 +141,9 @@ export class AgentPool {
         filename: WORKER_ENTRY,
         minThreads: this.#options.minThreads,
         maxThreads: this.#options.maxThreads,
-        // One rollout per worker, and the worker's event loop stays free for its port.
-        concurrentTasksPerWorker: 1,
+        // One rollout per single-use worker, and its event loop stays free for its port.
+        concurrentTasksPerWorker: this.#options.reuse ? AGENTS_PER_REUSED_WORKER : 1,
+        ...(this.#options.reuse ? { loadBalancer: sharingBalancer } : {}),
         atomics: 'disabled',
         // A copy: the worker's whole environment is exactly these variables.
         env: { ...env },

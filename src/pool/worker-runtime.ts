@@ -3,6 +3,7 @@
  * schemas, a port-backed `callTool`, a signal and `log`, and send its completion on the same
  * port as its calls. Everything the agent sends is JSON text.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '../protocol.js';
@@ -26,10 +27,13 @@ export async function runAgentTask(task: WorkerTask): Promise<void> {
   } catch (err) {
     // Only an agent that broke something the runtime relies on gets here: its doing, so say so.
     // A single-use worker must not report it to the pool: a settled task hands the thread back.
-    try {
-      exitReporter?.({ brand: BRAND, type: 'exiting', reason: `the agent broke Silo's worker runtime: ${describeError(err)}`.slice(0, 1_000) });
-    } catch {
-      // the port itself is what broke
+    const reason = `the agent broke Silo's worker runtime: ${describeError(err)}`.slice(0, 1_000);
+    for (const reporter of exitReporters) {
+      try {
+        reporter({ brand: BRAND, type: 'exiting', reason });
+      } catch {
+        // the port itself is what broke
+      }
     }
     if (!task.exitAfter) throw err;
   }
@@ -67,7 +71,7 @@ async function runOnce(task: WorkerTask): Promise<void> {
     if (logs.take(msg.message.length)) send(msg);
     else send({ brand: BRAND, type: 'log', message: LOG_BUDGET_NOTE, stream: 'stderr' });
   };
-  captureConsole(sendLog);
+  captureConsole();
   reportAgentExits(send);
   // The wall clock starts now, so an agent module that never finishes loading also times out.
   send({ brand: BRAND, type: 'started' });
@@ -87,11 +91,30 @@ async function runOnce(task: WorkerTask): Promise<void> {
     sendLog(msg);
   };
 
+  const reportUsage = (usage: unknown): void => {
+    const u = (typeof usage === 'object' && usage !== null ? usage : {}) as Record<string, unknown>;
+    // The host checks every number again; this only keeps an honest agent's report well-formed.
+    send({ brand: BRAND, type: 'usage', inputTokens: Number(u.inputTokens), outputTokens: Number(u.outputTokens), requests: u.requests === undefined ? 1 : Number(u.requests) });
+  };
+
   const done = (msg: Omit<Extract<WorkerMessage, { type: 'done' }>, 'brand' | 'type'>): void => {
     send({ brand: BRAND, type: 'done', ...msg });
     finished = true;
   };
 
+  // Console output finds its rollout through the async context (a reused worker may run several).
+  await currentLog.run(sendLog, () => runAgent(task, callTool, log, reportUsage, controller.signal, done));
+  exitReporters.delete(send);
+}
+
+async function runAgent(
+  task: WorkerTask,
+  callTool: AgentArgs['callTool'],
+  log: AgentArgs['log'],
+  reportUsage: AgentArgs['reportUsage'],
+  signal: AbortSignal,
+  done: (msg: Omit<Extract<WorkerMessage, { type: 'done' }>, 'brand' | 'type'>) => void,
+): Promise<void> {
   let agent: unknown;
   try {
     const mod = (await importAgent(task.agentPath, !task.exitAfter)) as { default?: unknown };
@@ -111,17 +134,11 @@ async function runOnce(task: WorkerTask): Promise<void> {
     return;
   }
 
-  const reportUsage = (usage: unknown): void => {
-    const u = (typeof usage === 'object' && usage !== null ? usage : {}) as Record<string, unknown>;
-    // The host checks every number again; this only keeps an honest agent's report well-formed.
-    send({ brand: BRAND, type: 'usage', inputTokens: Number(u.inputTokens), outputTokens: Number(u.outputTokens), requests: u.requests === undefined ? 1 : Number(u.requests) });
-  };
-
   const args: AgentArgs = {
     instruction: task.instruction,
     tools: task.tools,
     callTool,
-    signal: controller.signal,
+    signal,
     log,
     options: task.options,
     reportUsage,
@@ -182,28 +199,41 @@ function encodeCall(id: number, name: string, input: unknown, maxBytes: number):
  * infrastructure failure. The runtime's own exit (finish) uses exitThread and says nothing.
  */
 function reportAgentExits(send: Send): void {
-  // Installed once per thread; a reused worker points it at the current rollout's port.
-  exitReporter = send;
+  // Installed once per thread; every rollout running in the thread hears of its end.
+  exitReporters.add(send);
   if (exitReportersInstalled) return;
   exitReportersInstalled = true;
+  const report = (reason: string): void => {
+    for (const reporter of exitReporters) reporter({ brand: BRAND, type: 'exiting', reason: reason.slice(0, 1_000) });
+  };
   process.exit = ((code?: number | string | null) => {
-    exitReporter?.({ brand: BRAND, type: 'exiting', reason: `the agent called process.exit(${String(code ?? '')})`.slice(0, 1_000) });
+    report(`the agent called process.exit(${String(code ?? '')})`);
     return exitThread(code ?? undefined);
   }) as typeof process.exit;
   // A monitor only watches: an agent (or its SDK) that handles its own uncaught exceptions keeps
   // running; otherwise Node ends the thread as usual, and the host has been told why first.
   process.on('uncaughtExceptionMonitor', (err) => {
     if (process.listenerCount('uncaughtException') > 0) return;
-    const reason = `uncaught exception in the agent: ${describeError(err)}`.slice(0, 1_000);
-    exitReporter?.({ brand: BRAND, type: 'exiting', reason });
+    report(`uncaught exception in the agent: ${describeError(err)}`);
   });
 }
 
-let exitReporter: Send | undefined;
+/** The senders of the rollouts running in this thread (one, unless workers are reused). */
+const exitReporters = new Set<Send>();
 let exitReportersInstalled = false;
 
-/** Routes the agent's console and stdout/stderr into the trace instead of Silo's own output. */
-function captureConsole(send: Send): void {
+/** The log sender of the rollout whose code is running. */
+const currentLog = new AsyncLocalStorage<Send>();
+let consoleCaptured = false;
+
+/**
+ * Routes the agent's console and stdout/stderr into the trace of the rollout whose code wrote it,
+ * instead of Silo's own output. Output from outside any rollout's async context is dropped.
+ */
+function captureConsole(): void {
+  if (consoleCaptured) return;
+  consoleCaptured = true;
+  const send: Send = (msg) => currentLog.getStore()?.(msg);
   const emit = (stream: 'stdout' | 'stderr') => (...args: unknown[]) => {
     send({ brand: BRAND, type: 'log', message: format(...args), stream });
   };

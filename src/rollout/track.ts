@@ -53,7 +53,12 @@ export function analyzeWorld(root: unknown): string | null {
     return null;
   };
   if (typeof root !== 'object' || root === null) return 'the world is not an object';
-  return visit(root, 'world');
+  try {
+    return visit(root, 'world');
+  } catch (err) {
+    if (err instanceof RangeError) return 'the world is nested too deeply to walk';
+    throw err;
+  }
 }
 
 function isPlainObject(value: object): boolean {

@@ -97,6 +97,19 @@ describe('env in an eval', () => {
   });
 });
 
+describe('env with reused workers', () => {
+  it('reaches agents that share a reused worker, and only the rollouts given it', async () => {
+    const dir = join(out.dir, 'reuse');
+    const outputs = async (env: Record<string, string> | undefined): Promise<string[]> => {
+      const summary = await runEval({ paths: ['fixtures/eval/quick.tasks.mjs'], agent: PRINTS_ENV, trials: 2, reuseWorkers: true, ...(env ? { env } : {}), outDir: dir });
+      const lines = readFileSync(join(dir, 'evals', summary.evalId, 'runs.jsonl'), 'utf8').trim().split('\n');
+      return lines.map((line) => readRunFiles(join(dir, 'runs', (JSON.parse(line) as { runId: string }).runId)).result.output!);
+    };
+    expect(new Set(await outputs({ TOKEN: 'shared' }))).toEqual(new Set(['{"TOKEN":"shared"}']));
+    expect(new Set(await outputs(undefined))).toEqual(new Set(['{}']));
+  });
+});
+
 describe('silo run --env', () => {
   it('passes exactly the named variables from the shell', async () => {
     const r = await runSilo(['run', 'fixtures/helpdesk/tasks.ts', '--agent', PRINTS_ENV, '--task', 'helpdesk/close-ticket', '--env', 'FOO', '-e', 'BAR', '--json', '--out', out.dir], {

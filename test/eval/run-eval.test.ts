@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { junitReport } from '../../src/eval/reporters.js';
 import { runEval, SiloError } from '../../src/index.js';
 import type { EvalProgress, EvalRunLine, EvalSummary, ResultRecord, RunRecord } from '../../src/index.js';
-import { tempDir } from '../helpers.js';
+import { eventsOf, readRunFiles, tempDir } from '../helpers.js';
 
 const tmp = tempDir('silo-eval-');
 afterAll(() => tmp.remove());
@@ -428,6 +428,20 @@ describe('reuse workers', () => {
 
   it('with reuseWorkers, each rollout still gets a fresh instance of the agent module', async () => {
     expect(await outputs('module-counter.mjs', true)).toEqual(['1', '1', '1', '1', '1', '1']);
+  });
+
+  it('with reuseWorkers, runs several agents in one thread, and each one\'s console output reaches its own trace', async () => {
+    const out = outDir();
+    const summary = await runEval({ paths: [QUICK], agent: agent('chatty-waiter.mjs'), trials: 6, concurrency: 18, outDir: out, reuseWorkers: true });
+    expect(summary.totals).toMatchObject({ runs: 18, passed: 18 });
+    let most = 0;
+    for (const { run, result } of runsOf(out, summary.evalId)) {
+      const [token, seen] = result!.output!.split(' ');
+      most = Math.max(most, Number(seen));
+      const logs = eventsOf(readRunFiles(join(out, 'runs', run.runId)).trace, 'agent_log').map((e) => e.message);
+      expect(logs).toEqual([`before ${token}`, `after ${token}`]);
+    }
+    expect(most).toBeGreaterThan(1);
   });
 });
 

@@ -184,5 +184,9 @@ describe('analyzeWorld', () => {
     expect(analyzeWorld({ m: new Map() })).toMatch(/Map/);
     expect(analyzeWorld({ f: Object.freeze({}) })).toMatch(/frozen/);
     expect(analyzeWorld({ f: () => 1 })).toMatch(/function/);
+    let deep: Record<string, unknown> = {};
+    const top = deep;
+    for (let i = 0; i < 100_000; i++) deep = (deep.next = {}) as Record<string, unknown>;
+    expect(analyzeWorld(top)).toMatch(/nested too deeply/);
   });
 });
