@@ -15,4 +15,8 @@ export { writeReport } from './inspect/report.js';
 export type { ReportOptions, ReportWritten } from './inspect/report.js';
 export { DEFAULT_REPORT_LIMITS } from './inspect/report-data.js';
 export type { ReportLimits } from './inspect/report-data.js';
+export { serveTask } from './serve/serve.js';
+export type { ServeOptions } from './serve/serve.js';
+export { toOpenAITools, toAnthropicTools, toMcpTools, renderToolResult } from './agents/converters.js';
+export type { OpenAITool, AnthropicTool, McpTool } from './agents/converters.js';
 export type * from './types.js';

@@ -53,6 +53,15 @@ export const LOG_MAX_CHARS_PER_RUN = 16 * MiB;
 /** What each agent_log event costs against that budget besides its text. */
 export const LOG_EVENT_COST = 128;
 
+/** Largest number a single usage report may carry in any field (tokens or requests). */
+export const USAGE_MAX_PER_REPORT = 100_000_000;
+
+/** Where run.json `usage` totals stop growing (a trillion: far past any real run, far below float trouble). */
+export const USAGE_MAX_TOTAL = 1_000_000_000_000;
+
+/** Model turns a built-in agent takes before it gives up (`--max-turns`). */
+export const DEFAULT_MAX_TURNS = 50;
+
 /** Rollouts an eval runs at once: agents mostly wait on models, so well above the core count. */
 export const DEFAULT_EVAL_CONCURRENCY = 32;
 

@@ -4,7 +4,7 @@
  * shared memory or prototype trick crosses. Host-to-worker messages are trusted and
  * structured-cloned. Each carries the brand so that foreign messages are ignored.
  */
-import type { ErrorInfo, Limits, ToolResult, ToolSchema } from './types.js';
+import type { AgentOptions, ErrorInfo, Limits, ToolResult, ToolSchema } from './types.js';
 
 export const BRAND = 'silo/1' as const;
 
@@ -16,6 +16,8 @@ export interface WorkerTask {
   instruction: string;
   tools: ToolSchema[];
   limits: Pick<Limits, 'maxOutputBytes' | 'maxMessageBytes'>;
+  /** The agent's options (JSON; `--agent openai:<model>` gives `{ model }`), handed to it as `options`. */
+  options: AgentOptions;
   /** The rollout's port; the completion travels on it too. */
   port: import('node:worker_threads').MessagePort;
   /** Single-use workers exit after the rollout so that no later rollout shares them. */
@@ -41,6 +43,11 @@ export type WorkerMessage =
     }
   | { brand: typeof BRAND; type: 'log'; message: string; data?: unknown; stream?: 'stdout' | 'stderr' }
   | { brand: typeof BRAND; type: 'started' }
+  /**
+   * Model usage the agent reports (reportUsage): counts since its previous report. The host takes
+   * only non-negative integers up to USAGE_MAX_PER_REPORT and adds them up into run.json `usage`.
+   */
+  | { brand: typeof BRAND; type: 'usage'; inputTokens: number; outputTokens: number; requests: number }
   /** The agent is ending its worker (process.exit, an uncaught exception): its doing, not Silo's. */
   | { brand: typeof BRAND; type: 'exiting'; reason: string }
   | {

@@ -113,6 +113,17 @@ export type ToolResult =
   | { ok: true; value: unknown }
   | { ok: false; error: { code: ToolErrorCode; message: string; [detail: string]: unknown } };
 
+/** Options handed to an agent: plain JSON (`openai:<model>` gives `{ model }`, `--max-turns` gives `maxTurns`). */
+export type AgentOptions = { readonly [key: string]: unknown };
+
+/** Model usage an agent reports; each report adds to run.json `usage`. */
+export interface UsageReport {
+  inputTokens: number;
+  outputTokens: number;
+  /** Model requests this report covers; 1 when absent. */
+  requests?: number;
+}
+
 /** The single argument of an agent function. */
 export interface AgentArgs {
   instruction: string;
@@ -120,6 +131,10 @@ export interface AgentArgs {
   callTool(name: string, input?: unknown): Promise<ToolResult>;
   signal: AbortSignal;
   log(message: string, data?: unknown): void;
+  /** The agent's options (RolloutOptions.agentOptions; for built-in agents `model` and `maxTurns`). */
+  options: AgentOptions;
+  /** Adds one model request's token counts (or several, with `requests`) to run.json `usage`. */
+  reportUsage(usage: UsageReport): void;
 }
 
 /** An agent module default-exports one of these. */
@@ -331,6 +346,10 @@ export interface EvalOptionsRecord {
   limits: Partial<Limits>;
   retries: number;
   reuseWorkers: boolean;
+  /** Names of the variables the agent was given (`--env`, and a built-in agent's base URL and key); never their values. */
+  env?: string[];
+  /** The agent's options (`--max-turns`). */
+  agentOptions?: AgentOptions;
 }
 
 /** `.silo/evals/<evalId>/summary.json` */

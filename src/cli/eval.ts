@@ -8,13 +8,16 @@ import { runEval } from '../eval/run-eval.js';
 import { EvalStore } from '../eval/store.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RETRIES } from '../options.js';
 import type { EvalSummary } from '../types.js';
-import { collect, integer, limitsFromFlags } from './options.js';
+import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, limitsFromFlags, MAX_TURNS_HELP } from './options.js';
+import { agentEnv } from '../agents/builtin.js';
 import { onInterrupt } from './signals.js';
 import { createStyle } from '../inspect/style.js';
 import { writeReport } from '../inspect/report.js';
 
 interface EvalFlags {
   agent?: string;
+  env?: string[];
+  maxTurns?: number;
   trials: number;
   concurrency: number;
   task?: string[];
@@ -37,7 +40,9 @@ export function registerEval(program: Command): void {
     .command('eval')
     .description('run every selected task k times in parallel and report pass rates, pass@k and pass^k')
     .argument('[paths...]', 'task files, or folders holding tasks.*, *.task.* or *.tasks.* files')
-    .option('-a, --agent <file>', 'the agent module (default-exports the agent function)')
+    .option('-a, --agent <file>', AGENT_HELP)
+    .option('-e, --env <name>', `${ENV_HELP}; give the same names again with --resume`, collect)
+    .option('--max-turns <n>', MAX_TURNS_HELP, integer(1))
     .option('-k, --trials <k>', 'trials per task', integer(1), 1)
     .option('-c, --concurrency <n>', 'rollouts at once (agents mostly wait on models)', integer(1), DEFAULT_EVAL_CONCURRENCY)
     .option('-t, --task <id>', 'only tasks with this id or glob, e.g. "retail/test/*" (repeatable)', collect)
@@ -58,7 +63,8 @@ export function registerEval(program: Command): void {
       '\nProgress goes to stderr, the report to stdout (or --output). Ctrl-C stops cleanly (exit 130);\n' +
         'a second Ctrl-C exits at once. Exit codes: 0 all passed (or --min-pass-rate reached), 1 otherwise,\n' +
         '2 usage or set-up error.\n' +
-        'Example:\n  silo eval fixtures/helpdesk --agent fixtures/agents/helpdesk-solver.ts --trials 4',
+        'Examples:\n  silo eval fixtures/helpdesk --agent fixtures/agents/helpdesk-solver.ts --trials 4\n' +
+        '  ANTHROPIC_BASE_URL=http://127.0.0.1:4000 silo eval fixtures/helpdesk --agent anthropic:claude-sonnet-4-5 --trials 4',
     )
     .action(async (paths: string[], flags: EvalFlags, command: Command) => {
       if (flags.resume !== undefined) refuseWithResume(paths, command);
@@ -67,7 +73,7 @@ export function registerEval(program: Command): void {
 }
 
 /** Options an eval stores and `--resume` reuses: giving them again would be silently ignored. */
-const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory'] as const;
+const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns'] as const;
 
 function refuseWithResume(paths: string[], command: Command): void {
   const given = STORED.filter((key) => command.getOptionValueSource(key) === 'cli').map((key) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -92,6 +98,10 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
     if (!flags.agent) throw new SiloError('SILO_USAGE', "required option '--agent <file>' not specified");
   }
   const limits = limitsFromFlags(flags);
+  // A resumed eval runs its stored agent, which decides the built-in variables it gets.
+  const agent = flags.resume === undefined ? flags.agent! : new EvalStore(flags.out, flags.resume).readSummary().options.agent;
+  const env = agentEnv(agent, flags.env ?? [], process.env);
+  const agentOptions = agentOptionsFromFlags(flags);
 
   const printer = progressPrinter(process.stderr);
   const cancel = new AbortController();
@@ -104,6 +114,8 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
       concurrency: flags.concurrency,
       retries: flags.retries,
       limits,
+      env,
+      ...(agentOptions ? { agentOptions } : {}),
       outDir: flags.out,
       signal: cancel.signal,
       onProgress: (p) => printer.update(p),

@@ -8,6 +8,7 @@ import { registerEval } from './eval.js';
 import { registerLs } from './ls.js';
 import { registerReport } from './report.js';
 import { registerRun } from './run.js';
+import { registerServe } from './serve.js';
 import { registerShow } from './show.js';
 import { registerTools } from './tools.js';
 
@@ -31,6 +32,7 @@ export function createProgram(): Command {
   registerTools(program);
   registerCheck(program);
   registerLs(program);
+  registerServe(program);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

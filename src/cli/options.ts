@@ -1,6 +1,18 @@
 /** Parsers for CLI option values: each rejects bad input with a one-line usage error. */
 import { InvalidArgumentError } from 'commander';
-import type { Limits } from '../types.js';
+import type { AgentOptions, Limits } from '../types.js';
+import { DEFAULT_MAX_TURNS } from '../options.js';
+
+/** The help text of `--agent` (run and eval). */
+export const AGENT_HELP = 'the agent module (default-exports the agent function), or a built-in agent: openai:<model> or anthropic:<model>';
+
+/** The help text of `--env`. */
+export const ENV_HELP =
+  'pass this variable from the shell into the agent (repeatable); the agent sees nothing else ' +
+  '(openai:/anthropic: agents also get OPENAI_/ANTHROPIC_BASE_URL and _API_KEY when set)';
+
+/** The help text of `--max-turns`. */
+export const MAX_TURNS_HELP = `model requests a built-in agent makes before giving up (default ${DEFAULT_MAX_TURNS}); reaches any agent as options.maxTurns`;
 
 export function integer(min: number) {
   return (value: string): number => {
@@ -22,4 +34,9 @@ export function limitsFromFlags(flags: { timeout?: number; maxToolCalls?: number
   if (flags.maxToolCalls !== undefined) limits.maxToolCalls = flags.maxToolCalls;
   if (flags.memory !== undefined) limits.memoryMb = flags.memory;
   return limits;
+}
+
+/** `--max-turns` as agent options, or undefined when not given. */
+export function agentOptionsFromFlags(flags: { maxTurns?: number }): AgentOptions | undefined {
+  return flags.maxTurns === undefined ? undefined : { maxTurns: flags.maxTurns };
 }

@@ -5,13 +5,16 @@ import { loadTasks } from '../load.js';
 import { selectTasks } from '../filter.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { RunResult } from '../types.js';
-import { collect, integer, limitsFromFlags } from './options.js';
+import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, limitsFromFlags, MAX_TURNS_HELP } from './options.js';
+import { agentEnv } from '../agents/builtin.js';
 import { createStyle } from '../inspect/style.js';
 import { ms } from '../inspect/show.js';
 import { onInterrupt } from './signals.js';
 
 interface RunFlags {
   agent: string;
+  env?: string[];
+  maxTurns?: number;
   task?: string[];
   tag?: string[];
   timeout?: number;
@@ -27,7 +30,9 @@ export function registerRun(program: Command): void {
     .command('run')
     .description('run an agent on the tasks of a task file, one rollout each, and write the artifacts')
     .argument('<task-file>', 'a module that default-exports a task or an array of tasks (.js, .mjs, .ts)')
-    .requiredOption('-a, --agent <file>', 'the agent module (default-exports the agent function)')
+    .requiredOption('-a, --agent <file>', AGENT_HELP)
+    .option('-e, --env <name>', ENV_HELP, collect)
+    .option('--max-turns <n>', MAX_TURNS_HELP, integer(1))
     .option('-t, --task <id>', 'only tasks with this id or glob, e.g. "helpdesk/*" (repeatable)', collect)
     .option('--tag <tag>', 'only tasks with this tag (repeatable)', collect)
     .option('--timeout <ms>', 'wall-clock limit per rollout, ms (default 300000)', integer(1))
@@ -39,7 +44,8 @@ export function registerRun(program: Command): void {
     .addHelpText(
       'after',
       '\nExit codes: 0 every run passed, 1 a run failed or had an error, 2 usage or set-up error.\n' +
-        'Example:\n  silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts --task helpdesk/close-ticket',
+        'Examples:\n  silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts --task helpdesk/close-ticket\n' +
+        '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 silo run fixtures/helpdesk/tasks.ts --agent openai:qwen2.5:7b',
     )
     .action(async (taskFile: string, flags: RunFlags) => {
       process.exitCode = await runCommand(taskFile, flags);
@@ -49,6 +55,8 @@ export function registerRun(program: Command): void {
 async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   const tasks = selectTasks(await loadTasks([taskFile]), { ...(flags.task ? { task: flags.task } : {}), ...(flags.tag ? { tag: flags.tag } : {}) });
   const limits = limitsFromFlags(flags);
+  const env = agentEnv(flags.agent, flags.env ?? [], process.env);
+  const agentOptions = agentOptionsFromFlags(flags);
 
   const s = createStyle(process.stdout);
   const cancel = new AbortController();
@@ -61,6 +69,8 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
         task,
         taskFile: file,
         agent: flags.agent,
+        env,
+        ...(agentOptions ? { agentOptions } : {}),
         limits,
         outDir: flags.out,
         signal: cancel.signal,

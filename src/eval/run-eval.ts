@@ -15,7 +15,8 @@ import { loadTasks, type LoadedTask } from '../load.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, DEFAULT_RETRIES, SUMMARY_WRITE_MS, resolveLimits } from '../options.js';
 import { AgentPool } from '../pool/pool.js';
 import { runRollout } from '../rollout/rollout.js';
-import type { EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
+import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
+import { parseBuiltinAgent } from '../agents/builtin.js';
 import { discoverTaskFiles } from './discover.js';
 import { EvalStore } from './store.js';
 import { Tally } from './tally.js';
@@ -24,8 +25,15 @@ import { Tally } from './tally.js';
 export interface EvalOptions {
   /** Task files or folders (see discoverTaskFiles). Not needed with `resume`. */
   paths?: string[];
-  /** The agent module. Not needed with `resume`. */
+  /** The agent module, or a built-in agent (`openai:<model>`, `anthropic:<model>`). Not needed with `resume`. */
   agent?: string;
+  /**
+   * Every agent worker's whole `process.env`. Only the names are stored in the summary (never the
+   * values); `resume` needs the same names again.
+   */
+  env?: Record<string, string>;
+  /** Handed to the agent as `options` (stored for `resume`). Built-in agents read `maxTurns`, `maxTokens`. */
+  agentOptions?: AgentOptions;
   /** Trials per task (k). Default 1. */
   trials?: number;
   /** Rollouts running at once. Default 32 (agents mostly wait on models). */
@@ -76,6 +84,8 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const evalId = previous?.evalId ?? ulid();
   checkAgent(record.agent);
   resolveLimits(record.limits);
+  const env = options.env ?? {};
+  checkEnvNames(record.env ?? [], env, previous !== undefined);
 
   const tasks = selectTasks(await loadTasks(record.taskFiles), { task: record.task, tag: record.tag });
   const store = new EvalStore(outDir, evalId);
@@ -155,6 +165,8 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
         taskFile: pair.loaded.file,
         agent: record.agent,
         limits: record.limits,
+        env,
+        ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
         outDir,
         pool,
         evalId,
@@ -236,17 +248,30 @@ function recordOptions(options: EvalOptions): EvalOptionsRecord {
   if (!Number.isInteger(retries) || retries < 0) throw new SiloError('SILO_USAGE', `retries must be an integer >= 0 (got ${retries})`);
   return {
     taskFiles: discoverTaskFiles(options.paths),
-    agent: resolve(options.agent),
+    agent: parseBuiltinAgent(options.agent) ? options.agent : resolve(options.agent),
     trials,
     task: options.task ?? [],
     tag: options.tag ?? [],
     limits: options.limits ?? {},
     retries,
     reuseWorkers: options.reuseWorkers ?? false,
+    ...(options.env && Object.keys(options.env).length > 0 ? { env: Object.keys(options.env).sort() } : {}),
+    ...(options.agentOptions ? { agentOptions: options.agentOptions } : {}),
   };
 }
 
+/** The agent gets the variables the eval was started with; a resumed eval must be given the same names. */
+function checkEnvNames(stored: readonly string[], env: Record<string, string>, resuming: boolean): void {
+  if (!resuming) return;
+  const given = Object.keys(env).sort();
+  if (given.join('\u0000') !== [...stored].sort().join('\u0000')) {
+    const names = stored.length > 0 ? stored.map((n) => `--env ${n}`).join(' ') : 'no --env';
+    throw new SiloError('SILO_USAGE', `this eval's agent was given ${names}; resume it with the same (got ${given.length > 0 ? given.join(', ') : 'none'})`);
+  }
+}
+
 function checkAgent(agent: string): void {
+  if (parseBuiltinAgent(agent)) return;
   if (!existsSync(agent) || !statSync(agent).isFile()) {
     throw new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${agent}; pass the path of a module that default-exports the agent function`);
   }

@@ -31,6 +31,10 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
     );
   }
   out.push(`${s.dim('tool calls')}  ${run.toolCalls}${run.refusedCalls > 0 ? ` (+${run.refusedCalls} refused)` : ''}  ${s.dim(`seed ${run.seed}`)}`);
+  if (run.usage) {
+    const u = run.usage;
+    out.push(`${s.dim('model')}       ${u.requests} request${u.requests === 1 ? '' : 's'} · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens`);
+  }
   if (run.status === 'running') {
     out.push(s.yellow('this run has not finished: it is still going, or the process running it stopped before the end'));
   }

@@ -21,6 +21,8 @@ export interface ChannelHandlers {
   log(msg: Extract<WorkerMessage, { type: 'log' }>): boolean;
   /** The worker has taken the rollout: the wall clock starts. */
   started(): void;
+  /** The agent reported model usage (unchecked numbers: the handler validates them). */
+  usage(msg: Extract<WorkerMessage, { type: 'usage' }>): void;
   /** The agent is ending its worker; a crash that follows is the agent's doing. */
   exiting(reason: string): void;
   /** A message that broke the protocol (oversized, not JSON, unknown); it was dropped. */
@@ -130,6 +132,8 @@ export class HostChannel {
         return;
       case 'started':
         return handlers.started();
+      case 'usage':
+        return handlers.usage(msg);
       case 'exiting':
         return handlers.exiting(typeof msg.reason === 'string' ? msg.reason.slice(0, 1_000) : 'unknown');
       case 'done':
@@ -246,7 +250,7 @@ export function nestingDepth(text: string, stopAt: number): number {
 /** How the worker's log messages begin (JSON.stringify keeps key order). */
 const LOG_PREFIX = `{"brand":"${BRAND}","type":"log"`;
 
-const TYPES = new Set(['call', 'log', 'started', 'exiting', 'done']);
+const TYPES = new Set(['call', 'log', 'started', 'usage', 'exiting', 'done']);
 
 function isMessage(msg: unknown): msg is WorkerMessage {
   if (typeof msg !== 'object' || msg === null) return false;

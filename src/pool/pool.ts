@@ -83,7 +83,10 @@ export interface AgentPoolOptions {
 
 /** Runs agents in isolated, single-use worker threads. */
 export class AgentPool {
-  /** Keyed by heap limit and by whether workers come with TypeScript support. */
+  /**
+   * Keyed by heap limit, by whether workers come with TypeScript support and by the environment
+   * the workers get (a worker's `process.env` is fixed when it starts).
+   */
   readonly #pools = new Map<string, Piscina>();
   readonly #options: Required<AgentPoolOptions>;
 
@@ -99,18 +102,20 @@ export class AgentPool {
   }
 
   /**
-   * Starts `task` in a fresh worker with a heap of `memoryMb`; resolves when the worker is
-   * gone. Aborting `terminate` terminates the worker (used after the grace period).
+   * Starts `task` in a fresh worker with a heap of `memoryMb` and `env` as its whole
+   * `process.env`; resolves when the worker is gone. Aborting `terminate` terminates the worker
+   * (used after the grace period).
    */
   async run(
     task: Omit<WorkerTask, 'brand' | 'port' | 'exitAfter'>,
     port: MessagePort,
     memoryMb: number,
     terminate: AbortSignal,
+    env: Readonly<Record<string, string>> = {},
   ): Promise<WorkerExit> {
     const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
     try {
-      await this.#pool(memoryMb, isTypeScript(task.agentPath)).run(message, { transferList: [port], signal: terminate });
+      await this.#pool(memoryMb, isTypeScript(task.agentPath), env).run(message, { transferList: [port], signal: terminate });
       return { kind: 'exited', message: 'the worker finished its task' };
     } catch (err) {
       const e = err as { code?: unknown; name?: unknown; message?: unknown };
@@ -128,8 +133,8 @@ export class AgentPool {
     await Promise.all(pools.map((p) => p.destroy()));
   }
 
-  #pool(memoryMb: number, typescript: boolean): Piscina {
-    const key = `${memoryMb}:${typescript ? 'ts' : 'js'}`;
+  #pool(memoryMb: number, typescript: boolean, env: Readonly<Record<string, string>>): Piscina {
+    const key = `${memoryMb}:${typescript ? 'ts' : 'js'}:${JSON.stringify(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))}`;
     let pool = this.#pools.get(key);
     if (!pool) {
       pool = new Piscina({
@@ -140,7 +145,8 @@ export class AgentPool {
         concurrentTasksPerWorker: this.#options.reuse ? AGENTS_PER_REUSED_WORKER : 1,
         ...(this.#options.reuse ? { loadBalancer: sharingBalancer } : {}),
         atomics: 'disabled',
-        env: {},
+        // A copy: the worker's whole environment is exactly these variables.
+        env: { ...env },
         resourceLimits: { maxOldGenerationSizeMb: memoryMb },
         // TypeScript workers register tsx as they start, while warm and idle (see prepareWorker).
         workerData: { typescript },

@@ -91,13 +91,19 @@ async function runOnce(task: WorkerTask): Promise<void> {
     sendLog(msg);
   };
 
+  const reportUsage = (usage: unknown): void => {
+    const u = (typeof usage === 'object' && usage !== null ? usage : {}) as Record<string, unknown>;
+    // The host checks every number again; this only keeps an honest agent's report well-formed.
+    send({ brand: BRAND, type: 'usage', inputTokens: Number(u.inputTokens), outputTokens: Number(u.outputTokens), requests: u.requests === undefined ? 1 : Number(u.requests) });
+  };
+
   const done = (msg: Omit<Extract<WorkerMessage, { type: 'done' }>, 'brand' | 'type'>): void => {
     send({ brand: BRAND, type: 'done', ...msg });
     finished = true;
   };
 
   // Console output finds its rollout through the async context (a reused worker may run several).
-  await currentLog.run(sendLog, () => runAgent(task, callTool, log, controller.signal, done));
+  await currentLog.run(sendLog, () => runAgent(task, callTool, log, reportUsage, controller.signal, done));
   exitReporters.delete(send);
 }
 
@@ -105,6 +111,7 @@ async function runAgent(
   task: WorkerTask,
   callTool: AgentArgs['callTool'],
   log: AgentArgs['log'],
+  reportUsage: AgentArgs['reportUsage'],
   signal: AbortSignal,
   done: (msg: Omit<Extract<WorkerMessage, { type: 'done' }>, 'brand' | 'type'>) => void,
 ): Promise<void> {
@@ -127,7 +134,15 @@ async function runAgent(
     return;
   }
 
-  const args: AgentArgs = { instruction: task.instruction, tools: task.tools, callTool, signal, log };
+  const args: AgentArgs = {
+    instruction: task.instruction,
+    tools: task.tools,
+    callTool,
+    signal,
+    log,
+    options: task.options,
+    reportUsage,
+  };
   try {
     const value = await (agent as (a: AgentArgs) => unknown)(args);
     const captured = captureOutput(value, task.limits.maxOutputBytes);

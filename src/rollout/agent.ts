@@ -8,7 +8,8 @@ import { HostChannel, type DoneMessage } from '../pool/channel.js';
 import type { AgentPool } from '../pool/pool.js';
 import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
 import { LOG_BUDGET_NOTE, LogBudget } from './logs.js';
-import type { ErrorInfo, Limits, Termination } from '../types.js';
+import type { AgentOptions, ErrorInfo, Limits, Termination } from '../types.js';
+import { UsageTally, type Usage } from './usage.js';
 import { createCallPath } from './call.js';
 import { LimitGuard } from './limits.js';
 import { capText } from './output.js';
@@ -16,12 +17,8 @@ import type { Toolbox } from './tools.js';
 import { round, type Trace } from './trace.js';
 import { TIMED_OUT, within } from '../time.js';
 
-/** What the agent phase needs: where to run, what to run, and what to record into. */
-export interface AgentPhaseOptions {
-  /** Pool whose workers run the agent. */
-  pool: AgentPool;
-  /** Absolute path of the agent module. */
-  agentPath: string;
+/** What any way of driving the agent's part (steps 4–6) gets: the task, the tools, the limits, the trace. */
+export interface DriveOptions {
   instruction: string;
   /** The tools bound to the live world (step 3). */
   toolbox: Toolbox;
@@ -30,6 +27,24 @@ export interface AgentPhaseOptions {
   trace: Trace;
   /** Cancels the rollout (termination `cancelled`). */
   signal?: AbortSignal | undefined;
+}
+
+/**
+ * Steps 4–6 as one function: by default runAgent (the agent module in a worker); `silo serve`
+ * drives them from an MCP client instead.
+ */
+export type AgentDriver = (opts: DriveOptions) => Promise<AgentPhase>;
+
+/** What the agent phase needs: where to run, what to run, and what to record into. */
+export interface AgentPhaseOptions extends DriveOptions {
+  /** Pool whose workers run the agent. */
+  pool: AgentPool;
+  /** Absolute path of the agent module. */
+  agentPath: string;
+  /** The agent worker's whole `process.env` (nothing else from the host reaches it). */
+  env?: Readonly<Record<string, string>> | undefined;
+  /** Handed to the agent as `options`. */
+  agentOptions?: AgentOptions | undefined;
 }
 
 /** How the agent's part of the rollout went. */
@@ -45,6 +60,8 @@ export interface AgentPhase {
   toolTimeMs: number;
   /** From the worker taking the rollout to the agent's end, ms. */
   agentMs: number;
+  /** Model usage the agent reported, if it reported any. */
+  usage?: Usage | undefined;
 }
 
 /** Steps 4–6: runs the agent once in a worker of its own, under its limits, and takes its output. */
@@ -62,6 +79,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     graceTimer = setTimeout(() => terminate.abort(fired.reason), limits.graceMs);
   });
   const calls = createCallPath(guard, opts.toolbox, trace);
+  const usage = new UsageTally();
   // Logs are kept up to a budget per run; past it they are dropped, with one note in the trace.
   const logs = new LogBudget();
   const keepLog = (chars: number): boolean => {
@@ -93,6 +111,10 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
         startedAt ??= performance.now();
         guard.startClock();
       },
+      usage: (msg) => {
+        const refused = usage.add(msg);
+        if (refused !== null && keepLog(refused.length)) trace.add({ type: 'agent_log', message: `silo: dropped ${refused}`, stream: 'stderr' });
+      },
       dropped: (reason) => {
         if (keepLog(reason.length)) trace.add({ type: 'agent_log', message: `silo: dropped ${reason}`, stream: 'stderr' });
       },
@@ -106,10 +128,11 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   opts.signal?.addEventListener('abort', onCancel, { once: true });
 
   const exit = opts.pool.run(
-    { agentPath: opts.agentPath, instruction: opts.instruction, tools: opts.toolbox.schemas, limits },
+    { agentPath: opts.agentPath, instruction: opts.instruction, tools: opts.toolbox.schemas, limits, options: opts.agentOptions ?? {} },
     channel.workerPort,
     limits.memoryMb,
     terminate.signal,
+    opts.env ?? {},
   );
 
   // Either the completion arrives, or the worker goes away first. In the second case, wait for
@@ -136,6 +159,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     refusedCalls: guard.refusedCalls,
     toolTimeMs: calls.toolTimeMs,
     agentMs: round(endedAt - (startedAt ?? endedAt)),
+    usage: usage.total,
   };
   const fired = guard.fired?.termination;
 

@@ -11,8 +11,9 @@ import { SiloError, toErrorInfo } from '../errors.js';
 import { DEFAULT_OUT_DIR, resolveLimits, resolveSeed } from '../options.js';
 import { SILO_VERSION } from '../paths.js';
 import { sharedPool, type AgentPool } from '../pool/pool.js';
-import type { ErrorInfo, Limits, ResultRecord, RunRecord, RunResult, Task, Termination } from '../types.js';
-import { runAgent, type AgentPhase } from './agent.js';
+import type { AgentOptions, ErrorInfo, Limits, ResultRecord, RunRecord, RunResult, Task, Termination } from '../types.js';
+import { runAgent, type AgentDriver, type AgentPhase } from './agent.js';
+import { parseBuiltinAgent } from '../agents/builtin.js';
 import { RunArtifacts } from './artifacts.js';
 import type { Change } from './diff.js';
 import { grade, type Grade } from './grade.js';
@@ -27,8 +28,23 @@ export interface RolloutOptions {
   task: Task;
   /** The file the task came from, recorded in run.json. */
   taskFile?: string | null;
-  /** Path of the agent module; it is only ever loaded inside the agent's worker. */
+  /**
+   * Path of the agent module (only ever loaded inside the agent's worker), or a built-in agent:
+   * `openai:<model>` or `anthropic:<model>`.
+   */
   agent: string;
+  /**
+   * The agent worker's whole `process.env`; nothing else from the host reaches the agent. A
+   * built-in agent needs its base URL and key here (the CLI adds them from the shell).
+   */
+  env?: Record<string, string>;
+  /** Handed to the agent as `options` (JSON). For built-in agents: `maxTurns`, `maxTokens`. */
+  agentOptions?: AgentOptions;
+  /**
+   * Drives steps 4–6 instead of an agent module in a worker (`silo serve` lets an MCP client act).
+   * With it, `agent` is only a label for run.json.
+   */
+  drive?: AgentDriver;
   /** Overrides of the task's limits (CLI flags). */
   limits?: Partial<Limits>;
   /** Seed of ctx.random(); a random one is drawn and recorded when absent. */
@@ -47,7 +63,8 @@ export interface RolloutOptions {
 /** Runs one task with one agent and writes its artifacts. Throws only for set-up errors. */
 export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   const { task } = options;
-  const agentPath = resolveAgent(options.agent);
+  const agent = options.drive ? null : resolveAgent(options.agent, options.agentOptions);
+  const env = checkEnv(options.env);
   const limits = resolveLimits(task.limits, options.limits);
   const seed = resolveSeed(options.seed, () => randomInt(0, 2 ** 32));
 
@@ -94,15 +111,10 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     // 3. Tools bound to the live world.
     const toolbox = bindTools(task.environment, world.view, world.ctx, world.tracker);
     // 4–6. The agent, in a worker of its own; its output.
-    phase = await runAgent({
-      pool: options.pool ?? sharedPool(),
-      agentPath,
-      instruction: task.instruction,
-      toolbox,
-      limits,
-      trace,
-      signal: options.signal,
-    });
+    const drive: AgentDriver =
+      options.drive ??
+      ((o) => runAgent({ ...o, pool: options.pool ?? sharedPool(), agentPath: agent!.path, agentOptions: agent!.options, env }));
+    phase = await drive({ instruction: task.instruction, toolbox, limits, trace, signal: options.signal });
     if (phase.termination !== 'load_error' && phase.termination !== 'cancelled') {
       // 7. The diff. 8. The grade (also after a timeout or crash: the world as the agent left it).
       changes = world.diff();
@@ -154,6 +166,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     toolCalls: phase?.toolCalls ?? 0,
     refusedCalls: phase?.refusedCalls ?? 0,
     ...(world ? { tracking: world.tracking } : {}),
+    ...(phase?.usage ? { usage: phase.usage } : {}),
   });
   const diagnosis =
     status === 'error' && !graded ? [] : diagnose({ trace: trace.events, changes, checks, output, termination, status, task });
@@ -191,8 +204,25 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   };
 }
 
-function resolveAgent(agent: string): string {
+/** The module to run and the options to hand it; a built-in agent gets its model as `model`. */
+function resolveAgent(agent: string, options: AgentOptions = {}): { path: string; options: AgentOptions } {
   if (typeof agent !== 'string' || agent === '') throw new SiloError('SILO_USAGE', 'an agent is needed: --agent <file>');
+  const builtin = parseBuiltinAgent(agent);
+  if (builtin) return { path: builtin.path, options: { ...options, model: builtin.model } };
+  return { path: resolveAgentFile(agent), options };
+}
+
+/** The environment as given, checked: names of variables, string values. */
+function checkEnv(env: Record<string, string> = {}): Record<string, string> {
+  for (const [name, value] of Object.entries(env)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || typeof value !== 'string') {
+      throw new SiloError('SILO_USAGE', `env: '${name}' must be a variable name with a string value`);
+    }
+  }
+  return { ...env };
+}
+
+function resolveAgentFile(agent: string): string {
   const path = resolve(agent);
   if (!existsSync(path)) {
     throw new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${path}; pass the path of a module that default-exports the agent function`);

@@ -62,4 +62,11 @@ describe('formatRun', () => {
     expect(text).toMatch(/#1 tag_all \{\}\n.*→ ok.*\n +~ n: 1 → 2\n +\+ tags\.t0: 0\n/);
     expect(text).toContain('… 4 more changes (all in state-diff.json)');
   });
+
+  it('shows the model usage an agent reported, and no usage line without it', () => {
+    const loaded = runningRun();
+    expect(formatRun(loaded, plain)).not.toMatch(/^model /m);
+    loaded.run.usage = { inputTokens: 1200, outputTokens: 80, requests: 3 };
+    expect(formatRun(loaded, plain)).toMatch(/^model {7}3 requests · 1200 input tokens · 80 output tokens$/m);
+  });
 });

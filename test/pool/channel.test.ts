@@ -23,6 +23,7 @@ function setup(
     call: vi.fn(call),
     log: vi.fn(),
     started: vi.fn(),
+    usage: vi.fn(),
     exiting: vi.fn(),
     dropped: vi.fn(),
   };

@@ -1,0 +1,59 @@
+/**
+ * The built-in agents: `openai:<model>` and `anthropic:<model>` name agent modules shipped in the
+ * package (src/agents/openai.ts, src/agents/anthropic.ts, run built from dist/ like any agent).
+ * Host side only: the agents themselves never import this file.
+ */
+import { join } from 'node:path';
+import { SiloError } from '../errors.js';
+import { PACKAGE_ROOT } from '../paths.js';
+
+/** Each provider's module and the host variables it needs (base URL, then key). */
+export const BUILTIN_AGENTS = {
+  openai: { module: 'openai.js', env: ['OPENAI_BASE_URL', 'OPENAI_API_KEY'] },
+  anthropic: { module: 'anthropic.js', env: ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY'] },
+} as const;
+
+export type Provider = keyof typeof BUILTIN_AGENTS;
+
+/** A built-in agent named by `--agent <provider>:<model>`. */
+export interface BuiltinAgent {
+  provider: Provider;
+  model: string;
+  /** The built module that runs in the worker. */
+  path: string;
+  /** Host variables handed to it when set (and only these, plus any `--env`). */
+  envNames: readonly string[];
+}
+
+/** The built-in agent `agent` names, or null when it is a module path. */
+export function parseBuiltinAgent(agent: string): BuiltinAgent | null {
+  const m = /^(openai|anthropic):(.*)$/s.exec(agent);
+  if (!m) return null;
+  const provider = m[1] as Provider;
+  const model = (m[2] ?? '').trim();
+  if (model === '') throw new SiloError('SILO_USAGE', `--agent ${provider}: needs a model name, e.g. --agent ${provider}:${provider === 'openai' ? 'gpt-4o-mini' : 'claude-sonnet-4-5'}`);
+  const spec = BUILTIN_AGENTS[provider];
+  return { provider, model, path: join(PACKAGE_ROOT, 'dist', 'src', 'agents', spec.module), envNames: spec.env };
+}
+
+/**
+ * The environment an agent worker gets: the variables named by `--env` and, for a built-in agent,
+ * its base URL and key when the host has them. Throws a usage error for an `--env` name the host
+ * does not have (or that is not a valid name).
+ */
+export function agentEnv(agent: string, names: readonly string[], host: NodeJS.ProcessEnv): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of parseBuiltinAgent(agent)?.envNames ?? []) {
+    const value = host[name];
+    if (value !== undefined) env[name] = value;
+  }
+  for (const name of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw new SiloError('SILO_USAGE', `--env takes the name of a variable (letters, digits, _), not '${name}'; set the variable in the shell and pass its name`);
+    }
+    const value = host[name];
+    if (value === undefined) throw new SiloError('SILO_USAGE', `--env ${name}: ${name} is not set in this shell; set it (export ${name}=...) or drop the flag`);
+    env[name] = value;
+  }
+  return env;
+}

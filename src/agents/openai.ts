@@ -1,0 +1,69 @@
+/**
+ * The built-in agent `--agent openai:<model>`: the OpenAI Chat Completions protocol, so any
+ * compatible server (OpenAI, vLLM, Ollama, llama.cpp) works. Base URL and key come from
+ * OPENAI_BASE_URL and OPENAI_API_KEY, the only host variables it gets. The loop: the instruction
+ * as the prompt, the tools as function tools, every tool call of a response executed (in
+ * parallel), the results fed back (failures too, so the model can correct itself), until a
+ * reply without tool calls, the signal, or maxTurns. An ordinary agent module: it runs in a worker.
+ */
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionToolMessageParam } from 'openai/resources/chat/completions';
+import type { AgentArgs } from '../types.js';
+import { renderToolResult, toOpenAITools } from './converters.js';
+import { withRetries } from './retry.js';
+import { agentSettings, parseArguments, SYSTEM_PROMPT } from './settings.js';
+
+export default async function openaiAgent({ instruction, tools, callTool, signal, log, options, reportUsage }: AgentArgs): Promise<string> {
+  const { model, maxTurns } = agentSettings(options);
+  const client = new OpenAI({
+    baseURL: process.env.OPENAI_BASE_URL ?? null,
+    // Local servers (Ollama, vLLM, llama.cpp) take any key; the SDK insists on one.
+    apiKey: process.env.OPENAI_API_KEY ?? 'not-set',
+    // Retries are ours (withRetries), so that each wait shows in the trace.
+    maxRetries: 0,
+  });
+  const functions = toOpenAITools(tools);
+  const messages: ChatCompletionMessageParam[] = [
+    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'user', content: instruction },
+  ];
+
+  for (let turn = 1; turn <= maxTurns; turn++) {
+    signal.throwIfAborted();
+    const started = performance.now();
+    const response = await withRetries(
+      () => client.chat.completions.create({ model, messages, ...(functions.length > 0 ? { tools: functions } : {}) }, { signal }),
+      { signal, log, label: model, noResponse: (err) => err instanceof OpenAI.APIConnectionError && !(err instanceof OpenAI.APIUserAbortError) },
+    );
+    const usage = { inputTokens: response.usage?.prompt_tokens ?? 0, outputTokens: response.usage?.completion_tokens ?? 0 };
+    reportUsage(usage);
+    const choice = response.choices[0];
+    log(`model call ${turn}: ${model}`, {
+      model: response.model || model,
+      turn,
+      latencyMs: Math.round(performance.now() - started),
+      usage,
+      finishReason: choice?.finish_reason ?? null,
+    });
+    if (!choice) throw new Error(`the model returned no choices (turn ${turn})`);
+    const { message } = choice;
+    const calls = message.tool_calls ?? [];
+    if (calls.length === 0) return message.content ?? '';
+
+    messages.push({ role: 'assistant', content: message.content ?? null, tool_calls: calls });
+    // Every call of the response at once: the host runs them in the order they arrive.
+    const results = await Promise.all(
+      calls.map(async (call): Promise<ChatCompletionToolMessageParam> => {
+        if (call.type !== 'function') return { role: 'tool', tool_call_id: call.id, content: `Error (tool_not_found): only function tools exist here` };
+        const args = parseArguments(call.function.arguments);
+        if (!args.ok) {
+          log(`the model sent ${call.function.name} arguments that are not JSON`, { arguments: call.function.arguments.slice(0, 2_000) });
+          return { role: 'tool', tool_call_id: call.id, content: args.message };
+        }
+        return { role: 'tool', tool_call_id: call.id, content: renderToolResult(await callTool(call.function.name, args.input)) };
+      }),
+    );
+    messages.push(...results);
+  }
+  throw new Error(`no final answer after ${maxTurns} model turns (maxTurns; raise it with --max-turns)`);
+}
