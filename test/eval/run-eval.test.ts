@@ -234,9 +234,12 @@ describe('a set-up error during the eval', () => {
     expect(summary.finishedAt).toEqual(expect.any(String));
     expect(runs.length).toBeGreaterThanOrEqual(1);
     expect(runs.length).toBeLessThan(9);
-    // Nothing was left running, and the summary counts every run that finished.
-    expect(runs.every((r) => r.run.status === 'passed')).toBe(true);
-    expect(summary.totals).toMatchObject({ runs: runs.length, passed: runs.length });
+    // Nothing was left running, and the summary counts every run that finished. A run already
+    // under way may have reached its import after the file went: it ends agent_load_error.
+    expect(runs.every((r) => r.run.status === 'passed' || r.result?.error?.code === 'agent_load_error')).toBe(true);
+    const passed = runs.filter((r) => r.run.status === 'passed').length;
+    expect(passed).toBeGreaterThanOrEqual(1);
+    expect(summary.totals).toMatchObject({ runs: runs.length, passed, errors: runs.length - passed });
     expect(runLines(out, evalId!)).toHaveLength(runs.length);
   });
 });
