@@ -103,7 +103,13 @@ async function runOnce(task: WorkerTask): Promise<void> {
   };
 
   // Console output finds its rollout through the async context (a reused worker may run several).
-  await currentLog.run(sendLog, () => runAgent(task, callTool, log, reportUsage, controller.signal, done));
+  if (task.exitAfter) {
+    // A single-use thread runs one rollout: no async context needed (it would slow every await).
+    soleLog = sendLog;
+    await runAgent(task, callTool, log, reportUsage, controller.signal, done);
+  } else {
+    await currentLog.run(sendLog, () => runAgent(task, callTool, log, reportUsage, controller.signal, done));
+  }
   exitReporters.delete(send);
 }
 
@@ -224,6 +230,8 @@ let exitReportersInstalled = false;
 
 /** The log sender of the rollout whose code is running. */
 const currentLog = new AsyncLocalStorage<Send>();
+/** The log sender of a single-use thread's one rollout. */
+let soleLog: Send | undefined;
 let consoleCaptured = false;
 
 /**
@@ -233,7 +241,7 @@ let consoleCaptured = false;
 function captureConsole(): void {
   if (consoleCaptured) return;
   consoleCaptured = true;
-  const send: Send = (msg) => currentLog.getStore()?.(msg);
+  const send: Send = (msg) => (soleLog ?? currentLog.getStore())?.(msg);
   const emit = (stream: 'stdout' | 'stderr') => (...args: unknown[]) => {
     send({ brand: BRAND, type: 'log', message: format(...args), stream });
   };
