@@ -306,6 +306,8 @@ export interface EvalOptionsRecord {
   limits: Partial<Limits>;
   retries: number;
   reuseWorkers: boolean;
+  /** `--shard i/n`: this eval runs only shard `index` (1-based) of `count` (see src/eval/shard.ts). */
+  shard?: { index: number; count: number };
 }
 
 /** `.silo/evals/<evalId>/summary.json` */

@@ -5,6 +5,7 @@ import { SiloError } from '../errors.js';
 import { progressPrinter } from '../eval/progress.js';
 import { junitReport, REPORTERS, tableReport, type ReporterName } from '../eval/reporters.js';
 import { runEval } from '../eval/run-eval.js';
+import { parseShard, type Shard } from '../eval/shard.js';
 import { EvalStore } from '../eval/store.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RETRIES } from '../options.js';
 import type { EvalSummary } from '../types.js';
@@ -21,6 +22,8 @@ interface EvalFlags {
   reporter: ReporterName;
   output?: string;
   resume?: string;
+  evalId?: string;
+  shard?: Shard;
   minPassRate?: number;
   retries: number;
   reuseWorkers?: boolean;
@@ -43,6 +46,8 @@ export function registerEval(program: Command): void {
     .addOption(new Option('-r, --reporter <name>', 'report format').choices(REPORTERS).default('default'))
     .option('--output <file>', 'write the report to a file instead of stdout')
     .option('--resume <evalId>', 'continue an eval: same options, only the runs not yet finished')
+    .option('--eval-id <id>', "the new eval's id (letters, digits, . _ -) instead of a fresh ULID; give the shards of one split the same id")
+    .option('--shard <i/n>', 'run only shard i of n: the (task, trial) pairs numbered i-1 modulo n, in trial-major order; combine with `silo merge`', parseShard)
     .option('--min-pass-rate <r>', 'exit 0 when the pass rate reaches r (0..1), even if some runs failed', rate)
     .option('--retries <n>', 'retries of a run lost to infrastructure (crashed worker, internal error)', integer(0), DEFAULT_RETRIES)
     .option('--reuse-workers', 'reuse warm workers across rollouts (faster; trusted agents only: globals leak)')
@@ -55,7 +60,10 @@ export function registerEval(program: Command): void {
       '\nProgress goes to stderr, the report to stdout (or --output). Ctrl-C stops cleanly (exit 130);\n' +
         'a second Ctrl-C exits at once. Exit codes: 0 all passed (or --min-pass-rate reached), 1 otherwise,\n' +
         '2 usage or set-up error.\n' +
-        'Example:\n  silo eval fixtures/helpdesk --agent fixtures/agents/helpdesk-solver.ts --trials 4',
+        'Example:\n  silo eval fixtures/helpdesk --agent fixtures/agents/helpdesk-solver.ts --trials 4\n' +
+        'A CI matrix of three machines, then one summary:\n' +
+        '  silo eval fixtures/helpdesk --agent my-agent.ts --shard 2/3 --eval-id "ci-$RUN_ID" --out shard-2\n' +
+        '  silo merge shard-1 shard-2 shard-3',
     )
     .action(async (paths: string[], flags: EvalFlags, command: Command) => {
       if (flags.resume !== undefined) refuseWithResume(paths, command);
@@ -64,7 +72,7 @@ export function registerEval(program: Command): void {
 }
 
 /** Options an eval stores and `--resume` reuses: giving them again would be silently ignored. */
-const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory'] as const;
+const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'shard', 'evalId'] as const;
 
 function refuseWithResume(paths: string[], command: Command): void {
   const given = STORED.filter((key) => command.getOptionValueSource(key) === 'cli').map((key) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -77,7 +85,8 @@ function refuseWithResume(paths: string[], command: Command): void {
   }
 }
 
-function rate(value: string): number {
+/** Parses --min-pass-rate. */
+export function rate(value: string): number {
   const n = value.trim() === '' ? Number.NaN : Number(value);
   if (!(n >= 0 && n <= 1)) throw new SiloError('SILO_USAGE', `--min-pass-rate takes a number from 0 to 1 (got '${value}')`);
   return n;
@@ -109,12 +118,19 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
       ...(flags.tag ? { tag: flags.tag } : {}),
       ...(flags.resume ? { resume: flags.resume } : {}),
       ...(flags.reuseWorkers ? { reuseWorkers: true } : {}),
+      ...(flags.evalId === undefined ? {} : { evalId: flags.evalId }),
+      ...(flags.shard ? { shard: flags.shard } : {}),
     });
   } finally {
     stopListening();
     printer.done();
   }
+  writeReport(summary, flags);
+  return exitCode(summary, flags.minPassRate);
+}
 
+/** The report of an eval, as `--reporter` and `--output` ask (`silo merge` prints the same). */
+export function writeReport(summary: EvalSummary, flags: { reporter: ReporterName; output?: string; out: string }): void {
   const report =
     flags.reporter === 'json'
       ? `${JSON.stringify(summary, null, 2)}\n`
@@ -128,7 +144,6 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
   } else {
     process.stdout.write(report);
   }
-  return exitCode(summary, flags.minPassRate);
 }
 
 /** 130 when cancelled; 0 when every run passed or the pass rate reached the minimum; else 1. */

@@ -6,6 +6,7 @@ import { closeSharedPool } from '../pool/pool.js';
 import { registerCheck } from './check.js';
 import { registerEval } from './eval.js';
 import { registerLs } from './ls.js';
+import { registerMerge } from './merge.js';
 import { registerRun } from './run.js';
 import { registerShow } from './show.js';
 import { registerTools } from './tools.js';
@@ -29,6 +30,7 @@ export function createProgram(): Command {
   registerTools(program);
   registerCheck(program);
   registerLs(program);
+  registerMerge(program);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

@@ -9,6 +9,14 @@ import { SiloError } from '../errors.js';
 import { writeJsonAtomic } from '../rollout/artifacts.js';
 import type { EvalRunLine, EvalSummary } from '../types.js';
 
+/** Checks an evalId given by a user (it names a folder): letters, digits, `.`, `_`, `-`. */
+export function checkEvalId(id: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(id)) {
+    throw new SiloError('SILO_USAGE', `--eval-id takes letters, digits, '.', '_' and '-' (at most 100, starting with a letter or digit); got '${id}'`);
+  }
+  return id;
+}
+
 export class EvalStore {
   readonly dir: string;
   #lines: WriteStream | undefined;
