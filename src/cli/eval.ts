@@ -11,6 +11,7 @@ import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RETRIES } from '../options.js';
 import type { EvalSummary } from '../types.js';
 import { collect, integer, limitsFromFlags } from './options.js';
 import { onInterrupt } from './signals.js';
+import { queueRunner } from '../queue/coordinator.js';
 import { createStyle } from '../inspect/style.js';
 
 interface EvalFlags {
@@ -24,6 +25,7 @@ interface EvalFlags {
   resume?: string;
   evalId?: string;
   shard?: Shard;
+  queue?: string;
   minPassRate?: number;
   retries: number;
   reuseWorkers?: boolean;
@@ -47,6 +49,7 @@ export function registerEval(program: Command): void {
     .option('--output <file>', 'write the report to a file instead of stdout')
     .option('--resume <evalId>', 'continue an eval: same options, only the runs not yet finished')
     .option('--eval-id <id>', "the new eval's id (letters, digits, . _ -) instead of a fresh ULID; give the shards of one split the same id")
+    .option('--queue <url>', 'run the rollouts on `silo worker` processes through this Redis, e.g. redis://10.0.0.5:6379 (this process coordinates)')
     .option('--shard <i/n>', 'run only shard i of n: the (task, trial) pairs numbered i-1 modulo n, in trial-major order; combine with `silo merge`', parseShard)
     .option('--min-pass-rate <r>', 'exit 0 when the pass rate reaches r (0..1), even if some runs failed', rate)
     .option('--retries <n>', 'retries of a run lost to infrastructure (crashed worker, internal error)', integer(0), DEFAULT_RETRIES)
@@ -61,13 +64,17 @@ export function registerEval(program: Command): void {
         'a second Ctrl-C exits at once. Exit codes: 0 all passed (or --min-pass-rate reached), 1 otherwise,\n' +
         '2 usage or set-up error.\n' +
         'Example:\n  silo eval fixtures/helpdesk --agent fixtures/agents/helpdesk-solver.ts --trials 4\n' +
+        'On many machines: start `silo worker --queue redis://HOST:6379` on each, then\n' +
+        '  silo eval fixtures/helpdesk --agent my-agent.ts --queue redis://HOST:6379\n' +
         'A CI matrix of three machines, then one summary:\n' +
         '  silo eval fixtures/helpdesk --agent my-agent.ts --shard 2/3 --eval-id "ci-$RUN_ID" --out shard-2\n' +
         '  silo merge shard-1 shard-2 shard-3',
     )
     .action(async (paths: string[], flags: EvalFlags, command: Command) => {
       if (flags.resume !== undefined) refuseWithResume(paths, command);
-      process.exitCode = await evalCommand(paths, flags);
+      // With --queue, the workers set the pace: every pair goes on the queue unless -c says otherwise.
+      const concurrency = flags.queue !== undefined && command.getOptionValueSource('concurrency') !== 'cli' ? undefined : flags.concurrency;
+      process.exitCode = await evalCommand(paths, flags, concurrency);
     });
 }
 
@@ -80,7 +87,7 @@ function refuseWithResume(paths: string[], command: Command): void {
   if (given.length > 0) {
     throw new SiloError(
       'SILO_USAGE',
-      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --min-pass-rate and --out can)`,
+      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --min-pass-rate, --out and --queue can)`,
     );
   }
 }
@@ -92,7 +99,7 @@ export function rate(value: string): number {
   return n;
 }
 
-async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
+async function evalCommand(paths: string[], flags: EvalFlags, concurrency: number | undefined): Promise<number> {
   if (flags.resume === undefined) {
     if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files or folders, e.g. `silo eval fixtures/helpdesk --agent my-agent.ts`');
     if (!flags.agent) throw new SiloError('SILO_USAGE', "required option '--agent <file>' not specified");
@@ -107,7 +114,7 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
     summary = await runEval({
       paths,
       trials: flags.trials,
-      concurrency: flags.concurrency,
+      ...(concurrency === undefined ? {} : { concurrency }),
       retries: flags.retries,
       limits,
       outDir: flags.out,
@@ -120,6 +127,7 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
       ...(flags.reuseWorkers ? { reuseWorkers: true } : {}),
       ...(flags.evalId === undefined ? {} : { evalId: flags.evalId }),
       ...(flags.shard ? { shard: flags.shard } : {}),
+      ...(flags.queue === undefined ? {} : { runner: queueRunner({ url: flags.queue }) }),
     });
   } finally {
     stopListening();

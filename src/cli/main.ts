@@ -10,6 +10,7 @@ import { registerMerge } from './merge.js';
 import { registerRun } from './run.js';
 import { registerShow } from './show.js';
 import { registerTools } from './tools.js';
+import { registerWorker } from './worker.js';
 
 export function createProgram(): Command {
   const program = new Command()
@@ -31,6 +32,7 @@ export function createProgram(): Command {
   registerCheck(program);
   registerLs(program);
   registerMerge(program);
+  registerWorker(program);
   for (const command of program.commands) command.exitOverride();
   return program;
 }
