@@ -1,9 +1,10 @@
 /**
- * Redis for the queue: `--queue redis://[user:password@]host:port[/db]` (or `rediss://` for TLS)
+ * Redis for the queue (ioredis and BullMQ are imported only when a queue is used: loading them
+ * takes a good part of a second, which no other command should pay). Redis for the queue: `--queue redis://[user:password@]host:port[/db]` (or `rediss://` for TLS)
  * turned into connection options, and a probe that fails fast with one line when Redis cannot
  * be reached (ioredis on its own would retry for ever).
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
 import { describeError, SiloError } from '../errors.js';
 import { QUEUE_CONNECT_TIMEOUT_MS } from '../options.js';
 
@@ -45,8 +46,10 @@ export function showUrl(url: string): string {
 
 /** Connects to the queue's Redis once; a one-line SiloError if it cannot be reached. */
 export async function probeRedis(url: string): Promise<void> {
+  const options = connectionOptions(url);
+  const { Redis } = await import('ioredis');
   const client = new Redis({
-    ...connectionOptions(url),
+    ...options,
     lazyConnect: true,
     connectTimeout: QUEUE_CONNECT_TIMEOUT_MS,
     maxRetriesPerRequest: 0,

@@ -9,12 +9,12 @@
  * or however far the stream was trimmed. A collected job is removed from Redis once its files are
  * written; a job finished while no coordinator was listening stays until `--resume` collects it.
  */
-import { Queue, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Job, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SiloError } from '../errors.js';
 import type { RolloutRequest, RolloutRunner, RunnerContext, RunnerFactory } from '../eval/runner.js';
-import { QUEUE_CANCEL_WAIT_MS, QUEUE_HEARTBEAT_MS, QUEUE_POLL_MS } from '../options.js';
+import { QUEUE_CANCEL_WAIT_MS, QUEUE_HEARTBEAT_MS, QUEUE_POLL_MS, QUEUE_WATCH_MS } from '../options.js';
 import type { RunResult } from '../types.js';
 import { lostRun, writeRunFiles } from './artifacts.js';
 import { connectionOptions, probeRedis } from './connection.js';
@@ -44,7 +44,18 @@ export function queueRunner(options: QueueOptions): RunnerFactory {
     const relative = new Map(files.map((file) => [file, relativeToRoot(root, file)]));
     const hashes = Object.fromEntries(files.map((file) => [relative.get(file)!, hashFile(file)]));
     await probeRedis(options.url);
-    return new QueueCoordinator(options.url, context, (file) => relative.get(file)!, hashes);
+    const [{ Queue }, { Redis }] = await Promise.all([import('bullmq'), import('ioredis')]);
+    const client = new Redis(connectionOptions(options.url));
+    client.on('error', () => {});
+    const queue = new Queue(context.evalId, {
+      connection: connectionOptions(options.url),
+      prefix: QUEUE_PREFIX,
+      // Results are read from the jobs; the event stream only needs to stay small.
+      streams: { events: { maxLen: 100 } },
+      defaultJobOptions: { attempts: 1, removeOnComplete: false, removeOnFail: false },
+    });
+    queue.on('error', () => {});
+    return new QueueCoordinator(context, queue, client, (file) => relative.get(file)!, hashes);
   };
 }
 
@@ -60,22 +71,14 @@ class QueueCoordinator implements RolloutRunner {
   #closed = false;
   #loop: Promise<void>;
 
-  constructor(url: string, context: RunnerContext, relative: (file: string) => string, hashes: Record<string, string>) {
+  constructor(context: RunnerContext, queue: Queue, client: Redis, relative: (file: string) => string, hashes: Record<string, string>) {
     this.#context = context;
+    this.#queue = queue;
+    this.#client = client;
     // Every pair can wait on the queue at once: the workers' --concurrency sets the pace.
     this.slots = context.concurrency ?? Number.MAX_SAFE_INTEGER;
     this.#relative = relative;
     this.#hashes = hashes;
-    this.#client = new Redis(connectionOptions(url));
-    this.#client.on('error', () => {});
-    this.#queue = new Queue(context.evalId, {
-      connection: connectionOptions(url),
-      prefix: QUEUE_PREFIX,
-      // Results are read from the jobs; the event stream only needs to stay small.
-      streams: { events: { maxLen: 100 } },
-      defaultJobOptions: { attempts: 1, removeOnComplete: false, removeOnFail: false },
-    });
-    this.#queue.on('error', () => {});
     this.#loop = this.#collect();
   }
 
@@ -97,7 +100,12 @@ class QueueCoordinator implements RolloutRunner {
     const jobId = jobIdOf(loaded.task.id, trial, attempt);
     const done = new Promise<RunResult[]>((resolve, reject) => this.#waiters.set(jobId, { jobId, taskId: loaded.task.id, resolve, reject }));
     // A job of that id already in Redis (a resumed eval) is kept as it is, finished or not.
-    await this.#queue.add(loaded.task.id, data, { jobId });
+    try {
+      await this.#queue.add(loaded.task.id, data, { jobId });
+    } catch (error) {
+      this.#waiters.delete(jobId);
+      throw error;
+    }
     return done;
   }
 
@@ -116,10 +124,28 @@ class QueueCoordinator implements RolloutRunner {
     try {
       await withdrawEval(this.#client, this.#context.evalId);
       // A finished eval leaves nothing in Redis; an unfinished one keeps its queue for --resume.
-      if (finished) await this.#queue.obliterate({ force: true });
+      if (finished) {
+        await this.#workersGone();
+        await this.#queue.obliterate({ force: true });
+      }
     } finally {
       await this.#queue.close();
       this.#client.disconnect();
+    }
+  }
+
+  /**
+   * Waits (a few seconds at most) for the workers to leave the withdrawn eval: an idle worker still
+   * on the queue writes to it (its stalled-job check, a "drained" event), which would outlive the
+   * queue's removal.
+   */
+  async #workersGone(): Promise<void> {
+    const until = Date.now() + 3 * QUEUE_WATCH_MS;
+    while (Date.now() < until) {
+      // Counting them needs CLIENT LIST, which some hosted Redis deny: then do not wait.
+      const count = await this.#queue.getWorkersCount().catch(() => 0);
+      if (count === 0) return;
+      await sleep(QUEUE_POLL_MS / 2);
     }
   }
 

@@ -5,8 +5,7 @@
  * coordinator's. BullMQ's lock on a job keeps other workers off it while it runs; if this process
  * dies, the lock lapses and the stalled-job check of another worker gives the job to someone else.
  */
-import { Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Job, Worker } from 'bullmq';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -66,6 +65,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   const root = resolve(options.root ?? process.cwd());
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new SiloError('SILO_USAGE', `--root ${root} is not a folder; give the folder that holds the tasks and agents (the coordinator's working directory)`);
   await probeRedis(options.url);
+  const [{ Worker }, { Redis }] = await Promise.all([import('bullmq'), import('ioredis')]);
 
   const emit = (event: WorkerEvent): void => options.onEvent?.(event);
   const me = `${hostname()}:${process.pid}`;
@@ -139,7 +139,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
 
   const serve = (evalId: string): void => {
     const cancel = new AbortController();
-    const worker = new Worker<RolloutJob, RolloutJobResult>(evalId, (job) => process_(job, cancel.signal), {
+    const worker: Worker<RolloutJob, RolloutJobResult> = new Worker<RolloutJob, RolloutJobResult>(evalId, (job) => process_(job, cancel.signal), {
       connection: connectionOptions(options.url),
       prefix: QUEUE_PREFIX,
       concurrency,

@@ -191,7 +191,8 @@ describe('silo eval --queue set-up errors', () => {
       expect(summaryOf(out).status).toBe('error');
       expect(stranger.log()).toMatch(/refused helpdesk\/\S+: fixtures\/agents\/hallucinator\.ts differs/);
     } finally {
-      await stranger.stop();
+      // Ctrl-C: the worker leaves its evals and exits cleanly.
+      expect(await stranger.stop('SIGINT')).toBe(0);
     }
   });
 

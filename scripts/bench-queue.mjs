@@ -1,0 +1,134 @@
+// `npm run bench:queue`: the queue path (`silo eval --queue` + `silo worker`) against a local eval,
+// on this machine, with a private redis-server on 127.0.0.1 (a free port, no persistence).
+//   overhead   N trivial rollouts, one at a time: a local eval (concurrency 1) vs a coordinator and
+//              one worker process (concurrency 1); the difference per rollout is what the queue
+//              costs (Redis round trips, artifacts through Redis and back to disk, the collector's poll)
+//   scaling    N CPU-heavy rollouts (fixtures/agents/bench-cpu.mjs) on 1, 2 and 4 worker processes
+//              of concurrency 1: wall time and speed-up over one worker. It cannot exceed the
+//              number of free cores of this machine.
+// Options: --rollouts N (overhead, default 200), --cpu-rollouts N (scaling, default 16), --json.
+// Benchmarks print numbers; tests never assert timings.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { runEval } from '../dist/src/index.js';
+import { queueRunner } from '../dist/src/queue/coordinator.js';
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? fallback : Number(process.argv[i + 1]);
+};
+const json = process.argv.includes('--json');
+const ROLLOUTS = arg('--rollouts', 200);
+const CPU_ROLLOUTS = arg('--cpu-rollouts', 16);
+const TASKS = 'fixtures/bench/tasks.mjs';
+const log = (text) => {
+  if (!json) process.stderr.write(`${text}\n`);
+};
+const round = (x, digits = 2) => Number(x.toFixed(digits));
+
+if (spawnSync('redis-server', ['--version']).error) {
+  process.stderr.write('bench-queue: redis-server is not installed (apt-get install redis-server)\n');
+  process.exit(2);
+}
+const work = mkdtempSync(join(tmpdir(), 'silo-bench-queue-'));
+const port = await new Promise((resolve) => {
+  const server = createServer().listen(0, '127.0.0.1', () => {
+    const { port } = server.address();
+    server.close(() => resolve(port));
+  });
+});
+const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], { stdio: 'ignore' });
+const url = `redis://127.0.0.1:${port}`;
+
+/** `count` worker processes; resolves once each is waiting for jobs. */
+async function startWorkers(count) {
+  const workers = Array.from({ length: count }, () =>
+    spawn(process.execPath, ['dist/src/cli/bin.js', 'worker', '--queue', url, '--concurrency', '1', '--out', join(work, 'kept')], { stdio: ['ignore', 'ignore', 'pipe'] }),
+  );
+  await Promise.all(
+    workers.map(
+      (w) =>
+        new Promise((resolve, reject) => {
+          let text = '';
+          w.stderr.on('data', (c) => {
+            text += c;
+            if (text.includes('waiting for jobs')) resolve();
+          });
+          w.once('exit', (code) => reject(new Error(`a worker exited (${code}): ${text}`)));
+        }),
+    ),
+  );
+  return {
+    async stop() {
+      await Promise.all(workers.map((w) => new Promise((resolve) => (w.exitCode !== null ? resolve() : (w.once('exit', resolve), w.kill('SIGINT'))))));
+    },
+  };
+}
+
+/** Wall ms of one eval. */
+async function timed(options) {
+  const t = performance.now();
+  const summary = await runEval({ paths: [TASKS], outDir: join(work, 'out'), ...options });
+  const ms = performance.now() - t;
+  if (summary.totals.passed !== summary.totals.runs) throw new Error(`bench eval did not pass: ${JSON.stringify(summary.totals)}`);
+  return ms;
+}
+
+const results = { machine: { cpus: cpus().length, availableParallelism: availableParallelism(), loadavg: loadavg().map((x) => round(x)) } };
+try {
+  for (let i = 0; i < 50 && (await fetchPing()) === false; i++) await new Promise((r) => setTimeout(r, 50));
+
+  log(`overhead: ${ROLLOUTS} trivial rollouts, one at a time`);
+  const trivial = { agent: 'fixtures/agents/bench-caller.mjs', task: ['bench/calls-0'], trials: ROLLOUTS };
+  await timed({ ...trivial, trials: 10, concurrency: 1 }); // warm-up
+  const localMs = await timed({ ...trivial, concurrency: 1 });
+  const one = await startWorkers(1);
+  await timed({ ...trivial, trials: 10, runner: queueRunner({ url }) }); // warm-up
+  const queueMs = await timed({ ...trivial, runner: queueRunner({ url }) });
+  await one.stop();
+  results.overhead = {
+    rollouts: ROLLOUTS,
+    localMsPerRollout: round(localMs / ROLLOUTS),
+    queueMsPerRollout: round(queueMs / ROLLOUTS),
+    overheadMsPerRollout: round((queueMs - localMs) / ROLLOUTS),
+  };
+  log(`  local ${results.overhead.localMsPerRollout} ms/rollout, queue ${results.overhead.queueMsPerRollout} ms/rollout: +${results.overhead.overheadMsPerRollout} ms`);
+
+  log(`scaling: ${CPU_ROLLOUTS} CPU-heavy rollouts (fixtures/agents/bench-cpu.mjs)`);
+  const heavy = { agent: 'fixtures/agents/bench-cpu.mjs', task: ['bench/calls-0'], trials: CPU_ROLLOUTS };
+  const localHeavyMs = await timed({ ...heavy, concurrency: 1 });
+  log(`  local, one at a time: ${round(localHeavyMs / 1000)} s (${round(localHeavyMs / CPU_ROLLOUTS)} ms/rollout)`);
+  results.scaling = { rollouts: CPU_ROLLOUTS, localSerialMs: Math.round(localHeavyMs), workers: [] };
+  let base;
+  for (const count of [1, 2, 4]) {
+    const fleet = await startWorkers(count);
+    const ms = await timed({ ...heavy, runner: queueRunner({ url }) });
+    await fleet.stop();
+    base ??= ms;
+    results.scaling.workers.push({ workers: count, wallMs: Math.round(ms), speedUp: round(base / ms) });
+    log(`  ${count} worker${count > 1 ? 's' : ' '}: ${round(ms / 1000)} s, speed-up ×${round(base / ms)}`);
+  }
+  log(`machine: ${results.machine.cpus} cpus, load average ${results.machine.loadavg.join(' ')} (shared: other work skews these)`);
+  if (json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+} finally {
+  redis.kill('SIGTERM');
+  await new Promise((resolve) => (redis.exitCode !== null ? resolve() : redis.once('exit', resolve)));
+  rmSync(work, { recursive: true, force: true });
+}
+
+/** Whether the server answers yet (a bare PING over TCP). */
+async function fetchPing() {
+  const { connect } = await import('node:net');
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.end('PING\r\n');
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
