@@ -8,7 +8,6 @@ import { setMaxListeners } from 'node:events';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { ulid } from 'ulid';
 import { SiloError } from '../errors.js';
 import { selectTasks } from '../filter.js';
 import { loadTasks, type LoadedTask } from '../load.js';
@@ -18,7 +17,7 @@ import type { EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } f
 import { discoverTaskFiles } from './discover.js';
 import { localRunner, type RunnerFactory } from './runner.js';
 import { inShard, type Shard } from './shard.js';
-import { checkEvalId, EvalStore } from './store.js';
+import { EvalStore, newEvalId } from './store.js';
 import { Tally } from './tally.js';
 
 /** Options of runEval. */
@@ -284,16 +283,6 @@ function recordOptions(options: EvalOptions): EvalOptionsRecord {
     reuseWorkers: options.reuseWorkers ?? false,
     ...(shard ? { shard: { index: shard.index, count: shard.count } } : {}),
   };
-}
-
-/** A new eval's id: the one asked for (checked, and not taken), or a fresh ULID. */
-function newEvalId(outDir: string, wanted: string | undefined): string {
-  if (wanted === undefined) return ulid();
-  checkEvalId(wanted);
-  if (existsSync(new EvalStore(outDir, wanted).summaryFile)) {
-    throw new SiloError('SILO_USAGE', `an eval ${wanted} already exists in ${outDir}; continue it with --resume ${wanted}, or choose another --eval-id`);
-  }
-  return wanted;
 }
 
 function checkAgent(agent: string): void {
