@@ -110,7 +110,7 @@ export const QUEUE_LOCK_MS = 10_000;
 export const QUEUE_POLL_MS = 200;
 
 /** How often a queue worker looks for evals to serve and for evals withdrawn (cancelled). */
-export const QUEUE_WATCH_MS = 1_000;
+export const QUEUE_WATCH_MS = 250;
 
 /** Times a job whose worker stopped answering is given to another worker before it counts as lost. */
 export const QUEUE_MAX_STALLS = 2;

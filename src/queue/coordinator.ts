@@ -209,12 +209,13 @@ class QueueCoordinator implements RolloutRunner {
 
   /** The runs a finished job stands for: one per stall (retries), then its own. */
   #results(job: Job<RolloutJob, RolloutJobResult>, waiter: Waiter): RunResult[] {
-    const lost = Array.from({ length: job.stalledCounter ?? 0 }, () =>
+    const failed = job.finishedOn !== undefined && job.failedReason !== undefined && job.returnvalue == null;
+    // A job that stalled once too often fails with that stall: it is the final loss, not a retry.
+    const stalls = (job.stalledCounter ?? 0) - (failed && /stalled more than allowable limit/.test(job.failedReason) ? 1 : 0);
+    const lost = Array.from({ length: Math.max(0, stalls) }, () =>
       lostRun(waiter.taskId, 'the worker running this rollout stopped answering (killed, or cut off from Redis); its job went to another worker'),
     );
-    if (job.finishedOn !== undefined && job.failedReason !== undefined && job.returnvalue == null) {
-      return [...lost, lostRun(waiter.taskId, `the queue job failed: ${job.failedReason}`)];
-    }
+    if (failed) return [...lost, lostRun(waiter.taskId, `the queue job failed: ${job.failedReason}`)];
     const value = job.returnvalue;
     if (value?.version !== JOB_VERSION) {
       throw new SiloError('SILO_USAGE', `a queue worker answered job ${job.id} in a format this coordinator does not know; run the same Silo version on every machine`);
