@@ -56,11 +56,20 @@ const port = await new Promise((resolve) => {
 const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], { stdio: 'ignore' });
 const url = `redis://127.0.0.1:${port}`;
 
+/** Every worker process started, so that none outlives the benchmark. */
+const started = new Set();
+
 /** `count` worker processes; resolves once each is waiting for jobs. */
 async function startWorkers(count) {
-  const workers = Array.from({ length: count }, () =>
-    spawn(process.execPath, ['dist/src/cli/bin.js', 'worker', '--queue', url, '--concurrency', '1', '--out', join(work, 'kept')], { stdio: ['ignore', 'ignore', 'pipe'] }),
-  );
+  const workers = Array.from({ length: count }, () => {
+    const w = spawn(process.execPath, ['dist/src/cli/bin.js', 'worker', '--queue', url, '--concurrency', '1', '--out', join(work, 'kept')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, TMPDIR: work },
+    });
+    started.add(w);
+    w.once('exit', () => started.delete(w));
+    return w;
+  });
   await Promise.all(
     workers.map(
       (w) =>
@@ -160,6 +169,7 @@ try {
   log(`machine: ${results.machine.cpus} cpus, load average ${results.machine.loadavg.join(' ')} before, ${results.machine.loadavgAfter.join(' ')} after (shared: other work skews these)`);
   if (json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
 } finally {
+  for (const w of started) w.kill('SIGKILL');
   redis.kill('SIGTERM');
   await new Promise((resolve) => (redis.exitCode !== null ? resolve() : redis.once('exit', resolve)));
   rmSync(work, { recursive: true, force: true });

@@ -31,7 +31,7 @@ let local: EvalSummary;
 
 beforeAll(async () => {
   redis = await startRedis();
-  workers = [0, 1, 2].map(() => startWorker(['--queue', redis.url, '--concurrency', '2', ...LOCK]));
+  workers = [0, 1, 2].map(() => startWorker(['--queue', redis.url, '--concurrency', '2', ...LOCK], tmp.dir));
   [local] = await Promise.all([
     // The same answers without the wait: statuses, counts and scores are what is compared.
     runEval({ paths: [HELPDESK], agent: HALLUCINATOR, trials: 2, outDir: join(tmp.dir, 'local') }),
@@ -103,7 +103,7 @@ describe('silo eval --queue with three workers', () => {
     expectOneRunPerPair(out, summary.evalId);
     await expectQueueGone(summary.evalId);
     // A replacement for the next tests.
-    workers[0] = startWorker(['--queue', redis.url, '--concurrency', '2', ...LOCK]);
+    workers[0] = startWorker(['--queue', redis.url, '--concurrency', '2', ...LOCK], tmp.dir);
   });
 
   it('resumes a coordinator that was SIGKILLed, with the results the workers finished meanwhile', async () => {
@@ -181,7 +181,7 @@ describe('silo eval --queue set-up errors', () => {
     cpSync('fixtures/helpdesk', join(root, 'fixtures/helpdesk'), { recursive: true });
     writeFileSync(join(root, HALLUCINATOR), `${readFileSync(HALLUCINATOR, 'utf8')}\n// edited on this machine\n`);
     const url = `${redis.url}/1`;
-    const stranger = startWorker(['--queue', url, '--root', root]);
+    const stranger = startWorker(['--queue', url, '--root', root], tmp.dir);
     try {
       await stranger.waitFor(/waiting for jobs/);
       const out = join(tmp.dir, 'refused');
@@ -199,7 +199,7 @@ describe('silo eval --queue set-up errors', () => {
   it('records a run whose artifacts exceed the cap as an error that says where they are', async () => {
     const url = `${redis.url}/2`;
     const kept = join(tmp.dir, 'kept');
-    const small = startWorker(['--queue', url, '--max-result-mb', '0.001', '--out', kept]);
+    const small = startWorker(['--queue', url, '--max-result-mb', '0.001', '--out', kept], tmp.dir);
     try {
       await small.waitFor(/waiting for jobs/);
       const out = join(tmp.dir, 'too-large');

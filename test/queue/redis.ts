@@ -75,8 +75,9 @@ export interface TestWorker {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function startWorker(args: string[]): TestWorker {
-  const child = spawn(process.execPath, [BIN, 'worker', ...args], { env: PLAIN_ENV, stdio: ['ignore', 'ignore', 'pipe'] });
+/** `tmp`: the worker's temporary folder (TMPDIR), so that one killed on purpose leaves nothing behind. */
+export function startWorker(args: string[], tmp: string): TestWorker {
+  const child = spawn(process.execPath, [BIN, 'worker', ...args], { env: { ...PLAIN_ENV, TMPDIR: tmp }, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const listeners = new Set<() => void>();
   child.stderr!.on('data', (chunk: Buffer) => {
