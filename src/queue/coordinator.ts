@@ -173,7 +173,7 @@ class QueueCoordinator implements RolloutRunner {
       if (!waiter) continue;
       this.#waiters.delete(waiter.jobId);
       try {
-        waiter.resolve(this.#results(job, waiter));
+        waiter.resolve(jobResults(job, waiter.taskId, this.#context.outDir));
         // Removed only once its files are on disk; a crash before this leaves it for --resume.
         await job.remove();
       } catch (error) {
@@ -206,22 +206,28 @@ class QueueCoordinator implements RolloutRunner {
     }
     return jobs;
   }
+}
 
-  /** The runs a finished job stands for: one per stall (retries), then its own. */
-  #results(job: Job<RolloutJob, RolloutJobResult>, waiter: Waiter): RunResult[] {
-    const failed = job.finishedOn !== undefined && job.failedReason !== undefined && job.returnvalue == null;
-    // A job that stalled once too often fails with that stall: it is the final loss, not a retry.
-    const stalls = (job.stalledCounter ?? 0) - (failed && /stalled more than allowable limit/.test(job.failedReason) ? 1 : 0);
-    const lost = Array.from({ length: Math.max(0, stalls) }, () =>
-      lostRun(waiter.taskId, 'the worker running this rollout stopped answering (killed, or cut off from Redis); its job went to another worker'),
-    );
-    if (failed) return [...lost, lostRun(waiter.taskId, `the queue job failed: ${job.failedReason}`)];
-    const value = job.returnvalue;
-    if (value?.version !== JOB_VERSION) {
-      throw new SiloError('SILO_USAGE', `a queue worker answered job ${job.id} in a format this coordinator does not know; run the same Silo version on every machine`);
-    }
-    if (value.kind === 'refused') throw new SiloError('SILO_USAGE', `worker ${value.worker} refused ${waiter.taskId}: ${value.message}`);
-    const runDir = writeRunFiles(this.#context.outDir, value.result.runId, value.files);
-    return [...lost, { ...value.result, runDir }];
+/** The parts of a finished BullMQ job that say what became of it. */
+export type FinishedJob = Pick<Job<RolloutJob, RolloutJobResult>, 'id' | 'returnvalue' | 'failedReason' | 'finishedOn' | 'stalledCounter'>;
+
+/**
+ * The runs a finished job stands for, its artifacts written under `outDir`: one lost run per stall
+ * (retries), then its own. A refusal is a set-up error that stops the eval.
+ */
+export function jobResults(job: FinishedJob, taskId: string, outDir: string): RunResult[] {
+  const failed = job.finishedOn !== undefined && job.failedReason !== undefined && job.returnvalue == null;
+  // A job that stalled once too often fails with that stall: it is the final loss, not a retry.
+  const stalls = (job.stalledCounter ?? 0) - (failed && /stalled more than allowable limit/.test(job.failedReason) ? 1 : 0);
+  const lost = Array.from({ length: Math.max(0, stalls) }, () =>
+    lostRun(taskId, 'the worker running this rollout stopped answering (killed, or cut off from Redis); its job went to another worker'),
+  );
+  if (failed) return [...lost, lostRun(taskId, `the queue job failed: ${job.failedReason}`)];
+  const value = job.returnvalue;
+  if (value?.version !== JOB_VERSION) {
+    throw new SiloError('SILO_USAGE', `a queue worker answered job ${job.id} in a format this coordinator does not know; run the same Silo version on every machine`);
   }
+  if (value.kind === 'refused') throw new SiloError('SILO_USAGE', `worker ${value.worker} refused ${taskId}: ${value.message}`);
+  const runDir = writeRunFiles(outDir, value.result.runId, value.files);
+  return [...lost, { ...value.result, runDir }];
 }

@@ -95,6 +95,8 @@ describe('silo eval --queue with three workers', () => {
     workers[0]!.process.kill('SIGKILL');
     expect(await eval_.exited).toBe(1); // the hallucinator fails 5 of the 6 tasks
     const summary = JSON.parse(eval_.output().stdout) as EvalSummary;
+    // The progress of a local eval, on stderr.
+    expect(eval_.output().stderr).toMatch(/^\d+\/12 · \d+ passed, \d+ failed, \d+ errors.* · \d+ running · /m);
     expect(statistics(summary, { retries: false })).toEqual(statistics(local, { retries: false }));
     expect(summary.totals.retries).toBeGreaterThanOrEqual(1);
     const lost = linesOf(out, summary.evalId).filter((l) => l.retried);
