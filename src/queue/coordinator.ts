@@ -42,7 +42,8 @@ export function queueRunner(options: QueueOptions): RunnerFactory {
     const root = options.root ?? process.cwd();
     const files = [...context.record.taskFiles, context.record.agent];
     const relative = new Map(files.map((file) => [file, relativeToRoot(root, file)]));
-    const hashes = Object.fromEntries(files.map((file) => [relative.get(file)!, hashFile(file)]));
+    // Hashed once, when the eval starts: a copy edited during the eval no longer matches.
+    const hashes = new Map(files.map((file) => [relative.get(file)!, hashFile(file)]));
     await probeRedis(options.url);
     const [{ Queue }, { Redis }] = await Promise.all([import('bullmq'), import('ioredis')]);
     const client = new Redis(connectionOptions(options.url));
@@ -65,13 +66,13 @@ class QueueCoordinator implements RolloutRunner {
   readonly #queue: Queue;
   readonly #client: Redis;
   readonly #relative: (file: string) => string;
-  readonly #hashes: Record<string, string>;
+  readonly #hashes: Map<string, string>;
   readonly #waiters = new Map<string, Waiter>();
   #withdrawnAt: number | undefined;
   #closed = false;
   #loop: Promise<void>;
 
-  constructor(context: RunnerContext, queue: Queue, client: Redis, relative: (file: string) => string, hashes: Record<string, string>) {
+  constructor(context: RunnerContext, queue: Queue, client: Redis, relative: (file: string) => string, hashes: Map<string, string>) {
     this.#context = context;
     this.#queue = queue;
     this.#client = client;
@@ -85,15 +86,17 @@ class QueueCoordinator implements RolloutRunner {
   async run({ loaded, trial, attempt }: RolloutRequest): Promise<RunResult[]> {
     if (this.#withdrawnAt !== undefined) return [];
     const { record, evalId } = this.#context;
+    const taskFile = this.#relative(loaded.file);
+    const agent = this.#relative(record.agent);
     const data: RolloutJob = {
       version: JOB_VERSION,
       evalId,
       taskId: loaded.task.id,
       trial,
       attempt,
-      taskFile: this.#relative(loaded.file),
-      agent: this.#relative(record.agent),
-      hashes: this.#hashes,
+      taskFile,
+      agent,
+      hashes: { [taskFile]: this.#hashes.get(taskFile)!, [agent]: this.#hashes.get(agent)! },
       limits: record.limits,
       reuseWorkers: record.reuseWorkers,
     };
