@@ -10,7 +10,8 @@ export type SiloErrorCode =
   | 'SILO_TASK_INVALID'
   | 'SILO_SCHEMA_INVALID'
   | 'SILO_AGENT_NOT_FOUND'
-  | 'SILO_RUN_NOT_FOUND';
+  | 'SILO_RUN_NOT_FOUND'
+  | 'SILO_QUEUE_UNAVAILABLE';
 
 /** A harness or set-up failure with a stable code and a message that says what to do. */
 export class SiloError extends Error {

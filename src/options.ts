@@ -105,3 +105,33 @@ export function resolveLimits(...sources: (Partial<Limits> | undefined)[]): Limi
   }
   return merged;
 }
+
+/** Largest artifacts (bytes of all files of one run) a queue worker sends back through Redis. */
+export const QUEUE_MAX_RESULT_BYTES = 8 * MiB;
+
+/**
+ * How long a queue worker's lock on a job lasts (renewed at half of it). A worker silent for
+ * longer (killed, cut off) has its job given to another worker.
+ */
+export const QUEUE_LOCK_MS = 10_000;
+
+/** How often a coordinator collects finished jobs, and a worker looks for evals to serve. */
+export const QUEUE_POLL_MS = 200;
+
+/** How often a queue worker looks for evals to serve and for evals withdrawn (cancelled). */
+export const QUEUE_WATCH_MS = 250;
+
+/** Times a job whose worker stopped answering is given to another worker before it counts as lost. */
+export const QUEUE_MAX_STALLS = 2;
+
+/** How often a coordinator tells the workers its eval is alive. */
+export const QUEUE_HEARTBEAT_MS = 5_000;
+
+/** An eval whose coordinator has been silent this long is dropped from the list workers serve. */
+export const QUEUE_STALE_EVAL_MS = 24 * 60 * 60_000;
+
+/** After a cancel, how long the coordinator waits for the rollouts running on workers to end. */
+export const QUEUE_CANCEL_WAIT_MS = 30_000;
+
+/** How long connecting to Redis may take before the queue is reported unreachable. */
+export const QUEUE_CONNECT_TIMEOUT_MS = 5_000;

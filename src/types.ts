@@ -350,6 +350,8 @@ export interface EvalOptionsRecord {
   env?: string[];
   /** The agent's options (`--max-turns`). */
   agentOptions?: AgentOptions;
+  /** `--shard i/n`: this eval runs only shard `index` (1-based) of `count` (see src/eval/shard.ts). */
+  shard?: { index: number; count: number };
 }
 
 /** `.silo/evals/<evalId>/summary.json` */

@@ -5,12 +5,14 @@ import { SiloError } from '../errors.js';
 import { progressPrinter } from '../eval/progress.js';
 import { junitReport, REPORTERS, tableReport, type ReporterName } from '../eval/reporters.js';
 import { runEval } from '../eval/run-eval.js';
+import { parseShard, type Shard } from '../eval/shard.js';
 import { EvalStore } from '../eval/store.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RETRIES } from '../options.js';
 import type { EvalSummary } from '../types.js';
 import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, limitsFromFlags, MAX_TURNS_HELP } from './options.js';
 import { agentEnv } from '../agents/builtin.js';
 import { onInterrupt } from './signals.js';
+import { queueRunner } from '../queue/coordinator.js';
 import { createStyle } from '../inspect/style.js';
 import { writeReport } from '../inspect/report.js';
 
@@ -25,6 +27,9 @@ interface EvalFlags {
   reporter: ReporterName;
   output?: string;
   resume?: string;
+  evalId?: string;
+  shard?: Shard;
+  queue?: string;
   minPassRate?: number;
   retries: number;
   reuseWorkers?: boolean;
@@ -50,6 +55,9 @@ export function registerEval(program: Command): void {
     .addOption(new Option('-r, --reporter <name>', 'report format').choices(REPORTERS).default('default'))
     .option('--output <file>', 'write the report to a file instead of stdout')
     .option('--resume <evalId>', 'continue an eval: same options, only the runs not yet finished')
+    .option('--eval-id <id>', "the new eval's id (letters, digits, . _ -) instead of a fresh ULID; give the shards of one split the same id")
+    .option('--queue <url>', 'run the rollouts on `silo worker` processes through this Redis, e.g. redis://10.0.0.5:6379 (this process coordinates)')
+    .option('--shard <i/n>', 'run only shard i of n: the (task, trial) pairs numbered i-1 modulo n, in trial-major order; combine with `silo merge`', parseShard)
     .option('--min-pass-rate <r>', 'exit 0 when the pass rate reaches r (0..1), even if some runs failed', rate)
     .option('--retries <n>', 'retries of a run lost to infrastructure (crashed worker, internal error)', integer(0), DEFAULT_RETRIES)
     .option('--reuse-workers', 'reuse warm workers across rollouts (faster; trusted agents only: globals leak)')
@@ -64,16 +72,23 @@ export function registerEval(program: Command): void {
         'a second Ctrl-C exits at once. Exit codes: 0 all passed (or --min-pass-rate reached), 1 otherwise,\n' +
         '2 usage or set-up error.\n' +
         'Examples:\n  silo eval fixtures/helpdesk --agent fixtures/agents/helpdesk-solver.ts --trials 4\n' +
-        '  ANTHROPIC_BASE_URL=http://127.0.0.1:4000 silo eval fixtures/helpdesk --agent anthropic:claude-sonnet-4-5 --trials 4',
+        '  ANTHROPIC_BASE_URL=http://127.0.0.1:4000 silo eval fixtures/helpdesk --agent anthropic:claude-sonnet-4-5 --trials 4\n' +
+        'On many machines: start `silo worker --queue redis://HOST:6379` on each, then\n' +
+        '  silo eval fixtures/helpdesk --agent my-agent.ts --queue redis://HOST:6379\n' +
+        'A CI matrix of three machines, then one summary:\n' +
+        '  silo eval fixtures/helpdesk --agent my-agent.ts --shard 2/3 --eval-id "ci-$RUN_ID" --out shard-2\n' +
+        '  silo merge shard-1 shard-2 shard-3',
     )
     .action(async (paths: string[], flags: EvalFlags, command: Command) => {
       if (flags.resume !== undefined) refuseWithResume(paths, command);
-      process.exitCode = await evalCommand(paths, flags);
+      // With --queue, the workers set the pace: every pair goes on the queue unless -c says otherwise.
+      const concurrency = flags.queue !== undefined && command.getOptionValueSource('concurrency') !== 'cli' ? undefined : flags.concurrency;
+      process.exitCode = await evalCommand(paths, flags, concurrency);
     });
 }
 
 /** Options an eval stores and `--resume` reuses: giving them again would be silently ignored. */
-const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns'] as const;
+const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns', 'shard', 'evalId'] as const;
 
 function refuseWithResume(paths: string[], command: Command): void {
   const given = STORED.filter((key) => command.getOptionValueSource(key) === 'cli').map((key) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -81,18 +96,19 @@ function refuseWithResume(paths: string[], command: Command): void {
   if (given.length > 0) {
     throw new SiloError(
       'SILO_USAGE',
-      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --report, --min-pass-rate and --out can)`,
+      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --report, --min-pass-rate, --out and --queue can)`,
     );
   }
 }
 
-function rate(value: string): number {
+/** Parses --min-pass-rate. */
+export function rate(value: string): number {
   const n = value.trim() === '' ? Number.NaN : Number(value);
   if (!(n >= 0 && n <= 1)) throw new SiloError('SILO_USAGE', `--min-pass-rate takes a number from 0 to 1 (got '${value}')`);
   return n;
 }
 
-async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
+async function evalCommand(paths: string[], flags: EvalFlags, concurrency: number | undefined): Promise<number> {
   if (flags.resume === undefined) {
     if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files or folders, e.g. `silo eval fixtures/helpdesk --agent my-agent.ts`');
     if (!flags.agent) throw new SiloError('SILO_USAGE', "required option '--agent <file>' not specified");
@@ -111,7 +127,7 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
     summary = await runEval({
       paths,
       trials: flags.trials,
-      concurrency: flags.concurrency,
+      ...(concurrency === undefined ? {} : { concurrency }),
       retries: flags.retries,
       limits,
       env,
@@ -124,12 +140,24 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
       ...(flags.tag ? { tag: flags.tag } : {}),
       ...(flags.resume ? { resume: flags.resume } : {}),
       ...(flags.reuseWorkers ? { reuseWorkers: true } : {}),
+      ...(flags.evalId === undefined ? {} : { evalId: flags.evalId }),
+      ...(flags.shard ? { shard: flags.shard } : {}),
+      ...(flags.queue === undefined ? {} : { runner: queueRunner({ url: flags.queue }) }),
     });
   } finally {
     stopListening();
     printer.done();
   }
+  printReport(summary, flags);
+  if (flags.report) {
+    const written = await writeReport({ evalId: summary.evalId, outDir: flags.out });
+    process.stderr.write(`HTML report written to ${written.file}\n`);
+  }
+  return exitCode(summary, flags.minPassRate);
+}
 
+/** The report of an eval, as `--reporter` and `--output` ask (`silo merge` prints the same). */
+export function printReport(summary: EvalSummary, flags: { reporter: ReporterName; output?: string; out: string }): void {
   const report =
     flags.reporter === 'json'
       ? `${JSON.stringify(summary, null, 2)}\n`
@@ -143,11 +171,6 @@ async function evalCommand(paths: string[], flags: EvalFlags): Promise<number> {
   } else {
     process.stdout.write(report);
   }
-  if (flags.report) {
-    const written = await writeReport({ evalId: summary.evalId, outDir: flags.out });
-    process.stderr.write(`HTML report written to ${written.file}\n`);
-  }
-  return exitCode(summary, flags.minPassRate);
 }
 
 /** 130 when cancelled; 0 when every run passed or the pass rate reached the minimum; else 1. */

@@ -7,10 +7,12 @@ import { registerCheck } from './check.js';
 import { registerEval } from './eval.js';
 import { registerLs } from './ls.js';
 import { registerReport } from './report.js';
+import { registerMerge } from './merge.js';
 import { registerRun } from './run.js';
 import { registerServe } from './serve.js';
 import { registerShow } from './show.js';
 import { registerTools } from './tools.js';
+import { registerWorker } from './worker.js';
 
 export function createProgram(): Command {
   const program = new Command()
@@ -33,6 +35,8 @@ export function createProgram(): Command {
   registerCheck(program);
   registerLs(program);
   registerServe(program);
+  registerMerge(program);
+  registerWorker(program);
   for (const command of program.commands) command.exitOverride();
   return program;
 }

@@ -8,17 +8,17 @@ import { setMaxListeners } from 'node:events';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { ulid } from 'ulid';
 import { SiloError } from '../errors.js';
 import { selectTasks } from '../filter.js';
 import { loadTasks, type LoadedTask } from '../load.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, DEFAULT_RETRIES, SUMMARY_WRITE_MS, resolveLimits } from '../options.js';
 import { AgentPool } from '../pool/pool.js';
-import { runRollout } from '../rollout/rollout.js';
 import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
 import { parseBuiltinAgent } from '../agents/builtin.js';
 import { discoverTaskFiles } from './discover.js';
-import { EvalStore } from './store.js';
+import { localRunner, type RunnerFactory } from './runner.js';
+import { inShard, type Shard } from './shard.js';
+import { EvalStore, newEvalId } from './store.js';
 import { Tally } from './tally.js';
 
 /** Options of runEval. */
@@ -48,6 +48,12 @@ export interface EvalOptions {
   retries?: number;
   /** Continue this eval: its stored options are used; only unfinished pairs run. */
   resume?: string;
+  /** The evalId of a new eval (letters, digits, `.`, `_`, `-`); a fresh ULID by default. */
+  evalId?: string;
+  /** Run only this shard of the (task, trial) pairs (see src/eval/shard.ts); stored for `resume`. */
+  shard?: Shard;
+  /** Where the rollouts run; this process's worker pool by default (see src/eval/runner.ts). */
+  runner?: RunnerFactory;
   /** Warm, reused workers with a fresh agent module per rollout: for trusted agents only. */
   reuseWorkers?: boolean;
   /** Cancels the eval: running rollouts end as `cancelled`, the summary says `cancelled`. */
@@ -81,7 +87,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
 
   const previous = options.resume === undefined ? undefined : new EvalStore(outDir, options.resume).readSummary();
   const record = previous?.options ?? recordOptions(options);
-  const evalId = previous?.evalId ?? ulid();
+  const evalId = previous?.evalId ?? newEvalId(outDir, options.evalId);
   checkAgent(record.agent);
   resolveLimits(record.limits);
   const env = options.env ?? {};
@@ -91,8 +97,11 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const store = new EvalStore(outDir, evalId);
   const tally = new Tally(tasks.map((t) => t.task.id));
   const finished = new Set<string>();
+  // Attempts already made per pair: a resumed pair's next attempt gets a number of its own.
+  const attempts = new Map<string, number>();
   if (previous) {
     for (const line of store.readLines()) {
+      attempts.set(pairKey(line.taskId, line.trial), (attempts.get(pairKey(line.taskId, line.trial)) ?? 0) + 1);
       // A run lost to infrastructure (after its retries) is not finished: its pair runs again,
       // and the lost run counts as a retry. Cancelled runs are not counted at all.
       const lost = !line.retried && isInfrastructureFailure(line);
@@ -102,9 +111,23 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   }
   // Trial-major order: early results cover every task.
   const pairs: Pair[] = [];
+  let position = 0;
   for (let trial = 0; trial < record.trials; trial++) {
-    for (const loaded of tasks) if (!finished.has(pairKey(loaded.task.id, trial))) pairs.push({ loaded, trial });
+    for (const loaded of tasks) {
+      if (inShard(position++, record.shard) && !finished.has(pairKey(loaded.task.id, trial))) pairs.push({ loaded, trial });
+    }
   }
+  // Made before anything is written: a runner that cannot start leaves no half-written eval.
+  const makeRunner: RunnerFactory =
+    options.runner ?? ((context) => Promise.resolve(localRunner(context, new AgentPool({ maxThreads: concurrency, reuse: record.reuseWorkers }), concurrency)));
+  const runner = await makeRunner({
+    evalId,
+    record,
+    outDir,
+    env,
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.concurrency === undefined ? {} : { concurrency }),
+  });
 
   const started = previous ? new Date(previous.startedAt) : new Date();
   const t0 = performance.now();
@@ -125,8 +148,13 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     };
   };
 
-  await store.open();
-  await store.writeSummary(summary('running'));
+  try {
+    await store.open();
+    await store.writeSummary(summary('running'));
+  } catch (error) {
+    await runner.close(false);
+    throw error;
+  }
   const total = tally.counts().done + pairs.length;
   let running = 0;
   // A set-up error in one rollout (say the agent file was removed), or a progress callback that
@@ -153,35 +181,37 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   }, SUMMARY_WRITE_MS);
   timer.unref();
 
-  const pool = new AgentPool({ maxThreads: concurrency, reuse: record.reuseWorkers });
   const signal = options.signal;
   // Every running rollout listens to the eval's signal.
-  if (signal) setMaxListeners(concurrency + 16, signal);
+  if (signal) setMaxListeners(Math.min(runner.slots, pairs.length) + 16, signal);
   let next = 0;
+  const recordRun = (result: RunResult, trial: number, retried: boolean): void => {
+    const line = toLine(result, trial, retried);
+    store.append(line);
+    tally.add(line);
+    dirty = true;
+  };
   const runOne = async (pair: Pair): Promise<void> => {
+    const key = pairKey(pair.loaded.task.id, pair.trial);
     for (let attempt = 0; ; attempt++) {
-      const result = await runRollout({
-        task: pair.loaded.task,
-        taskFile: pair.loaded.file,
-        agent: record.agent,
-        limits: record.limits,
-        env,
-        ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
-        outDir,
-        pool,
-        evalId,
-        trial: pair.trial,
-        ...(signal ? { signal } : {}),
-      });
+      const results = await runner.run({ loaded: pair.loaded, trial: pair.trial, attempt: (attempts.get(key) ?? 0) + attempt });
+      const result = results.at(-1);
+      // Runs lost on the way (a queue worker that died) are retries, never trials.
+      for (const lost of results.slice(0, -1)) recordRun(lost, pair.trial, true);
+      if (!result) return;
       const retry = isInfrastructureFailure(result) && attempt < record.retries && !signal?.aborted;
-      const line = toLine(result, pair.trial, retry);
-      store.append(line);
-      tally.add(line);
-      dirty = true;
+      recordRun(result, pair.trial, retry);
       if (!retry) return;
       progress();
     }
   };
+  let withdrawn: Promise<void> | undefined;
+  const withdraw = (): void => {
+    withdrawn ??= runner.withdraw().catch((error: unknown) => {
+      failure ??= { error };
+    });
+  };
+  signal?.addEventListener('abort', withdraw, { once: true });
   const slot = async (): Promise<void> => {
     while (next < pairs.length && !signal?.aborted && !failure) {
       const pair = pairs[next++]!;
@@ -190,6 +220,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
         await runOne(pair);
       } catch (error) {
         failure ??= { error };
+        withdraw();
       } finally {
         running--;
       }
@@ -197,10 +228,12 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(1, pairs.length)) }, slot));
+    await Promise.all(Array.from({ length: Math.min(runner.slots, Math.max(1, pairs.length)) }, slot));
   } finally {
     clearInterval(timer);
-    await pool.destroy();
+    signal?.removeEventListener('abort', withdraw);
+    await withdrawn;
+    await runner.close(!failure && tally.counts().done >= total);
     await store.close();
   }
   // A cancel that came after the last pair finished cancelled nothing.
@@ -246,6 +279,10 @@ function recordOptions(options: EvalOptions): EvalOptionsRecord {
   const retries = options.retries ?? DEFAULT_RETRIES;
   if (!Number.isInteger(trials) || trials < 1) throw new SiloError('SILO_USAGE', `trials must be an integer >= 1 (got ${trials})`);
   if (!Number.isInteger(retries) || retries < 0) throw new SiloError('SILO_USAGE', `retries must be an integer >= 0 (got ${retries})`);
+  const shard = options.shard;
+  if (shard && !(Number.isInteger(shard.count) && Number.isInteger(shard.index) && shard.index >= 1 && shard.index <= shard.count)) {
+    throw new SiloError('SILO_USAGE', `shard must be i/n with 1 <= i <= n (got ${shard.index}/${shard.count})`);
+  }
   return {
     taskFiles: discoverTaskFiles(options.paths),
     agent: parseBuiltinAgent(options.agent) ? options.agent : resolve(options.agent),
@@ -257,6 +294,7 @@ function recordOptions(options: EvalOptions): EvalOptionsRecord {
     reuseWorkers: options.reuseWorkers ?? false,
     ...(options.env && Object.keys(options.env).length > 0 ? { env: Object.keys(options.env).sort() } : {}),
     ...(options.agentOptions ? { agentOptions: options.agentOptions } : {}),
+    ...(shard ? { shard: { index: shard.index, count: shard.count } } : {}),
   };
 }
 

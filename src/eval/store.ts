@@ -5,9 +5,28 @@
 import { createWriteStream, existsSync, readFileSync, type WriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ulid } from 'ulid';
 import { SiloError } from '../errors.js';
 import { writeJsonAtomic } from '../rollout/artifacts.js';
 import type { EvalRunLine, EvalSummary } from '../types.js';
+
+/** Checks an evalId given by a user (it names a folder): letters, digits, `.`, `_`, `-`. */
+export function checkEvalId(id: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(id)) {
+    throw new SiloError('SILO_USAGE', `--eval-id takes letters, digits, '.', '_' and '-' (at most 100, starting with a letter or digit); got '${id}'`);
+  }
+  return id;
+}
+
+/** A new eval's id: the one asked for (checked, and not taken), or a fresh ULID. */
+export function newEvalId(outDir: string, wanted: string | undefined): string {
+  if (wanted === undefined) return ulid();
+  checkEvalId(wanted);
+  if (existsSync(new EvalStore(outDir, wanted).summaryFile)) {
+    throw new SiloError('SILO_USAGE', `an eval ${wanted} already exists in ${outDir}; continue it with --resume ${wanted}, or choose another --eval-id`);
+  }
+  return wanted;
+}
 
 export class EvalStore {
   readonly dir: string;

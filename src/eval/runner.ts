@@ -1,0 +1,82 @@
+/**
+ * The seam between an eval and where its rollouts run. The eval owns scheduling, retries,
+ * statistics and the store; a runner only turns one attempt at one (task, trial) into results.
+ * The local runner runs the rollout on this machine's pool; the queue coordinator
+ * (src/queue/coordinator.ts) enqueues it for workers and writes back the artifacts they return.
+ */
+import type { LoadedTask } from '../load.js';
+import type { AgentPool } from '../pool/pool.js';
+import { runRollout } from '../rollout/rollout.js';
+import type { EvalOptionsRecord, RunResult } from '../types.js';
+
+/** One attempt at one (task, trial). */
+export interface RolloutRequest {
+  loaded: LoadedTask;
+  /** 0-based trial. */
+  trial: number;
+  /** 0-based attempt of this pair (infrastructure retries make more); unique per pair across resumes. */
+  attempt: number;
+}
+
+/** Where an eval's rollouts run. */
+export interface RolloutRunner {
+  /** How many pairs may be under way at once. */
+  readonly slots: number;
+  /**
+   * Runs one attempt. Resolves to the runs it produced, oldest first: the last is the attempt's
+   * result; any before it were lost to infrastructure on the way (a queue worker that died) and
+   * count as retries. An empty list: the pair was withdrawn before it ran (cancel).
+   */
+  run(request: RolloutRequest): Promise<RunResult[]>;
+  /** The eval stopped scheduling (cancel or a fault): withdraw what has not started. */
+  withdraw(): Promise<void>;
+  /** Frees the runner's resources; `finished` says every pair of the eval has its run. */
+  close(finished: boolean): Promise<void>;
+}
+
+/** What a runner is made from. */
+export interface RunnerContext {
+  evalId: string;
+  record: EvalOptionsRecord;
+  /** Absolute artifact folder. */
+  outDir: string;
+  /** The eval's cancel signal. */
+  signal?: AbortSignal;
+  /** The agent's environment (`--env`); the record keeps only the names. */
+  env?: Record<string, string>;
+  /** Rollouts at once, when the user asked for a number. */
+  concurrency?: number;
+}
+
+/**
+ * Makes the runner of an eval. It is called before anything of the eval is written, so a runner
+ * that cannot start (say its queue is unreachable) leaves no half-written eval behind.
+ */
+export type RunnerFactory = (context: RunnerContext) => Promise<RolloutRunner>;
+
+/** Runs each rollout on `pool`, in this process. */
+export function localRunner(context: RunnerContext, pool: AgentPool, slots: number): RolloutRunner {
+  const { record, outDir, evalId, signal, env } = context;
+  return {
+    slots,
+    async run({ loaded, trial }) {
+      const result = await runRollout({
+        task: loaded.task,
+        taskFile: loaded.file,
+        agent: record.agent,
+        limits: record.limits,
+        ...(env ? { env } : {}),
+        ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
+        outDir,
+        pool,
+        evalId,
+        trial,
+        ...(signal ? { signal } : {}),
+      });
+      return [result];
+    },
+    // Slots stop taking pairs and the signal aborts running rollouts: nothing is queued here.
+    withdraw: () => Promise.resolve(),
+    close: () => pool.destroy(),
+  };
+}
