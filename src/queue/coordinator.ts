@@ -13,6 +13,7 @@ import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SiloError } from '../errors.js';
+import { parseBuiltinAgent } from '../agents/builtin.js';
 import type { RolloutRequest, RolloutRunner, RunnerContext, RunnerFactory } from '../eval/runner.js';
 import { QUEUE_CANCEL_WAIT_MS, QUEUE_HEARTBEAT_MS, QUEUE_POLL_MS, QUEUE_WATCH_MS } from '../options.js';
 import type { RunResult } from '../types.js';
@@ -40,7 +41,9 @@ interface Waiter {
 export function queueRunner(options: QueueOptions): RunnerFactory {
   return async (context) => {
     const root = options.root ?? process.cwd();
-    const files = [...context.record.taskFiles, context.record.agent];
+    // A built-in agent (openai:<model>) is part of Silo, not a file of the eval's.
+    const builtin = parseBuiltinAgent(context.record.agent) !== null;
+    const files = builtin ? [...context.record.taskFiles] : [...context.record.taskFiles, context.record.agent];
     const relative = new Map(files.map((file) => [file, relativeToRoot(root, file)]));
     // Hashed once, when the eval starts: a copy edited during the eval no longer matches.
     const hashes = new Map(files.map((file) => [relative.get(file)!, hashFile(file)]));
@@ -87,7 +90,8 @@ class QueueCoordinator implements RolloutRunner {
     if (this.#withdrawnAt !== undefined) return [];
     const { record, evalId } = this.#context;
     const taskFile = this.#relative(loaded.file);
-    const agent = this.#relative(record.agent);
+    const builtin = parseBuiltinAgent(record.agent) !== null;
+    const agent = builtin ? record.agent : this.#relative(record.agent);
     const data: RolloutJob = {
       version: JOB_VERSION,
       evalId,
@@ -96,9 +100,11 @@ class QueueCoordinator implements RolloutRunner {
       attempt,
       taskFile,
       agent,
-      hashes: { [taskFile]: this.#hashes.get(taskFile)!, [agent]: this.#hashes.get(agent)! },
+      hashes: builtin ? { [taskFile]: this.#hashes.get(taskFile)! } : { [taskFile]: this.#hashes.get(taskFile)!, [agent]: this.#hashes.get(agent)! },
       limits: record.limits,
       reuseWorkers: record.reuseWorkers,
+      ...(record.env && record.env.length > 0 ? { env: record.env } : {}),
+      ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
     };
     const jobId = jobIdOf(loaded.task.id, trial, attempt);
     const done = new Promise<RunResult[]>((resolve, reject) => this.#waiters.set(jobId, { jobId, taskId: loaded.task.id, resolve, reject }));

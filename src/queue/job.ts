@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { SiloError } from '../errors.js';
-import type { Limits, RunResult } from '../types.js';
+import type { AgentOptions, Limits, RunResult } from '../types.js';
 
 /** Prefix of every Redis key Silo's queue uses. */
 export const QUEUE_PREFIX = 'silo';
@@ -28,12 +28,16 @@ export interface RolloutJob {
   attempt: number;
   /** The task file, relative to the root (`/`-separated). */
   taskFile: string;
-  /** The agent module, relative to the root. */
+  /** The agent module, relative to the root, or a built-in agent (`openai:<model>`). */
   agent: string;
   /** sha256 (hex) of the task file and of the agent file, keyed by their relative paths. */
   hashes: Record<string, string>;
   limits: Partial<Limits>;
   reuseWorkers: boolean;
+  /** Names of the variables the agent gets (`--env`); each worker takes their values from its own environment. */
+  env?: string[];
+  /** The agent's options (`--max-turns`). */
+  agentOptions?: AgentOptions;
 }
 
 /** The artifact files of a run, by name, as text. */

@@ -15,6 +15,7 @@ import { loadTasks, type LoadedTask } from '../load.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, QUEUE_LOCK_MS, QUEUE_MAX_RESULT_BYTES, QUEUE_MAX_STALLS, QUEUE_WATCH_MS } from '../options.js';
 import { AgentPool } from '../pool/pool.js';
 import { runRollout } from '../rollout/rollout.js';
+import { agentEnv, parseBuiltinAgent } from '../agents/builtin.js';
 import type { RunStatus } from '../types.js';
 import { packRun } from './artifacts.js';
 import { connectionOptions, probeRedis } from './connection.js';
@@ -94,8 +95,23 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
     };
     if (d?.version !== JOB_VERSION) return refuse(`the job's format (version ${String(d?.version)}) is not this worker's (${JOB_VERSION}); run the same Silo version on every machine`);
     const taskFile = underRoot(root, d.taskFile);
-    const agent = underRoot(root, d.agent);
-    if (!taskFile || !agent || !(d.taskFile in d.hashes) || !(d.agent in d.hashes)) return refuse('the job names files outside the root, or without their hashes');
+    let builtin: boolean;
+    try {
+      builtin = typeof d.agent === 'string' && parseBuiltinAgent(d.agent) !== null;
+    } catch (err) {
+      return refuse(describeError(err));
+    }
+    const agent = builtin ? d.agent : underRoot(root, d.agent);
+    if (!taskFile || !agent || !(d.taskFile in d.hashes) || (!builtin && !(d.agent in d.hashes))) {
+      return refuse('the job names files outside the root, or without their hashes');
+    }
+    // The agent's variables come from this machine's environment, as --env takes them from the shell.
+    let env: Record<string, string>;
+    try {
+      env = agentEnv(d.agent, Array.isArray(d.env) ? d.env.map(String) : [], process.env);
+    } catch (err) {
+      return refuse(`${describeError(err)} (on this worker: start silo worker with the variable set)`);
+    }
     for (const [rel, wanted] of Object.entries(d.hashes)) {
       const file = underRoot(root, rel);
       if (!file || !existsSync(file)) return refuse(`${rel} is missing under ${root}; every machine needs the coordinator's task and agent files under its --root`);
@@ -121,6 +137,8 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         taskFile,
         agent,
         limits: d.limits,
+        env,
+        ...(d.agentOptions ? { agentOptions: d.agentOptions } : {}),
         outDir: work,
         pool: pool(d.reuseWorkers),
         evalId: d.evalId,

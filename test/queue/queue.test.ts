@@ -198,6 +198,37 @@ describe('silo eval --queue set-up errors', () => {
     }
   });
 
+  it('gives the agent the --env variables from each worker\'s own environment, and a worker without one refuses', async () => {
+    const url = `${redis.url}/2`;
+    const task = ['--task', 'helpdesk/close-ticket'];
+    const withIt = startWorker(['--queue', url], tmp.dir, { SILO_QUEUE_SECRET: 'from-the-worker' });
+    try {
+      await withIt.waitFor(/waiting for jobs/);
+      const out = join(tmp.dir, 'env');
+      const r = await runSilo(['eval', HELPDESK, ...task, '--agent', 'fixtures/agents/prints-env.mjs', '--env', 'SILO_QUEUE_SECRET', '--queue', url, '--out', out], {
+        SILO_QUEUE_SECRET: 'from-the-coordinator',
+      });
+      expect(r.code, r.stderr).toBe(1); // the agent only prints its environment: the task fails
+      const [line] = linesOf(out, summaryOf(out).evalId);
+      const result = JSON.parse(readFileSync(join(out, 'runs', line!.runId, 'result.json'), 'utf8')) as ResultRecord;
+      expect(JSON.parse(result.output!)).toEqual({ SILO_QUEUE_SECRET: 'from-the-worker' });
+    } finally {
+      expect(await withIt.stop('SIGINT')).toBe(0);
+    }
+    const without = startWorker(['--queue', url], tmp.dir);
+    try {
+      await without.waitFor(/waiting for jobs/);
+      const out = join(tmp.dir, 'env-missing');
+      const r = await runSilo(['eval', HELPDESK, ...task, '--agent', 'fixtures/agents/prints-env.mjs', '--env', 'SILO_QUEUE_SECRET', '--queue', url, '--out', out], {
+        SILO_QUEUE_SECRET: 'from-the-coordinator',
+      });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/refused helpdesk\/close-ticket: --env SILO_QUEUE_SECRET: SILO_QUEUE_SECRET is not set in this shell.*\(on this worker: start silo worker with the variable set\)/);
+    } finally {
+      expect(await without.stop('SIGINT')).toBe(0);
+    }
+  });
+
   it('records a run whose artifacts exceed the cap as an error that says where they are', async () => {
     const url = `${redis.url}/2`;
     const kept = join(tmp.dir, 'kept');

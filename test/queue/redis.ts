@@ -76,8 +76,8 @@ export interface TestWorker {
 }
 
 /** `tmp`: the worker's temporary folder (TMPDIR), so that one killed on purpose leaves nothing behind. */
-export function startWorker(args: string[], tmp: string): TestWorker {
-  const child = spawn(process.execPath, [BIN, 'worker', ...args], { env: { ...PLAIN_ENV, TMPDIR: tmp }, stdio: ['ignore', 'ignore', 'pipe'] });
+export function startWorker(args: string[], tmp: string, env: Record<string, string> = {}): TestWorker {
+  const child = spawn(process.execPath, [BIN, 'worker', ...args], { env: { ...PLAIN_ENV, ...env, TMPDIR: tmp }, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const listeners = new Set<() => void>();
   child.stderr!.on('data', (chunk: Buffer) => {
