@@ -79,6 +79,15 @@ function expectOneRunPerPair(out: string, evalId: string, pairCount = 12): void 
   }
 }
 
+/** Resolves once `check` holds, polling; fails after 20 s. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  const end = Date.now() + 20_000;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('the condition never held');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** Nothing of the eval is left in Redis. */
 async function expectQueueGone(evalId: string): Promise<void> {
   expect(await redis.client.keys(`silo:${evalId}:*`)).toEqual([]);
@@ -145,9 +154,14 @@ describe('silo eval --queue with three workers', () => {
   it('cancels on SIGINT: exit 130, no job left waiting, the running rollouts end cancelled', async () => {
     const out = join(tmp.dir, 'cancelled');
     const since = workers.map((w) => w.log().length);
-    const eval_ = coordinator([HELPDESK, '--agent', PATIENT, '--trials', '4', '--queue', redis.url, '--out', out]);
-    // After the first runs, the workers are mid-rollout on others (each takes a second).
-    await Promise.race(workers.map((w, i) => w.waitFor(/trial \d (passed|failed)/, since[i])));
+    // An agent that never returns: whatever a worker has taken when the cancel comes ends cancelled.
+    const eval_ = coordinator([HELPDESK, '--agent', 'fixtures/agents/hangs.mjs', '--trials', '4', '--queue', redis.url, '--out', out]);
+    await Promise.all(workers.map((w, i) => w.waitFor(/serving/, since[i])));
+    // Cancel once workers are running some of its jobs (read from Redis, not from timing).
+    await until(async () => {
+      const [evalId] = existsSync(join(out, 'evals')) ? readdirSync(join(out, 'evals')) : [];
+      return evalId !== undefined && (await redis.client.llen(`silo:${evalId}:active`)) > 0;
+    });
     eval_.child.kill('SIGINT');
     expect(await eval_.exited).toBe(130);
     const summary = summaryOf(out);
