@@ -11,8 +11,10 @@ export const BRAND = 'silo/1' as const;
 /** What the pool hands a worker to start one rollout. */
 export interface WorkerTask {
   brand: typeof BRAND;
-  /** Absolute path of the agent module. */
+  /** Absolute path of the module to import: the agent, or its compiled form (TypeScript). */
   agentPath: string;
+  /** The agent's own file, for messages. */
+  agentFile: string;
   instruction: string;
   tools: ToolSchema[];
   limits: Pick<Limits, 'maxOutputBytes' | 'maxMessageBytes'>;
@@ -22,6 +24,8 @@ export interface WorkerTask {
   port: import('node:worker_threads').MessagePort;
   /** Single-use workers exit after the rollout so that no later rollout shares them. */
   exitAfter: boolean;
+  /** Folders the agent must not be able to read (the task file's, the artifacts'); checked before it loads. */
+  guard: { path: string; what: string }[];
 }
 
 /** Worker → host (sent as JSON text). */

@@ -5,13 +5,9 @@
 // process now and then ("v8::Module::IsGraphAsync must be used on an instantiated module"). A
 // CommonJS entry is loaded by plain require and reaches the ES modules with import().
 import type { WorkerTask } from '../src/protocol.js';
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- the CommonJS form of an import in a .cts file
-import worker = require('node:worker_threads');
 
-const runtime = import('../src/pool/worker-runtime.js').then(async (m) => {
-  await m.prepareWorker(worker.workerData);
-  return m;
-});
+// Loaded while the worker is warm, before it takes a rollout.
+const runtime = import('../src/pool/worker-runtime.js');
 
 async function handler(task: WorkerTask): Promise<void> {
   const { runAgentTask } = await runtime;

@@ -7,14 +7,13 @@
 import { Piscina } from 'piscina';
 import type { MessagePort } from 'node:worker_threads';
 import { WORKER_ENTRY } from '../paths.js';
-import { isTypeScript } from '../typescript.js';
+import { permissionArgs } from './permissions.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
 
 
 /**
  * Workers kept warm per pool. Each is used once, so a spare that finished warming during the
- * previous rollout is what makes back-to-back rollouts fast (a TypeScript worker takes ~100 ms
- * to warm; see prepareWorker).
+ * previous rollout is what makes back-to-back rollouts fast.
  */
 const DEFAULT_WARM_WORKERS = 2;
 
@@ -84,8 +83,8 @@ export interface AgentPoolOptions {
 /** Runs agents in isolated, single-use worker threads. */
 export class AgentPool {
   /**
-   * Keyed by heap limit, by whether workers come with TypeScript support and by the environment
-   * the workers get (a worker's `process.env` is fixed when it starts).
+   * Keyed by heap limit, by the environment the workers get and by what they may read (a worker's
+   * `process.env` and permissions are fixed when it starts).
    */
   readonly #pools = new Map<string, Piscina>();
   readonly #options: Required<AgentPoolOptions>;
@@ -102,20 +101,21 @@ export class AgentPool {
   }
 
   /**
-   * Starts `task` in a fresh worker with a heap of `memoryMb` and `env` as its whole
-   * `process.env`; resolves when the worker is gone. Aborting `terminate` terminates the worker
-   * (used after the grace period).
+   * Starts `task` in a fresh worker with a heap of `memoryMb`, `env` as its whole `process.env`
+   * and read access to `readable` only (see permissions.ts); resolves when the worker is gone.
+   * Aborting `terminate` terminates the worker (used after the grace period).
    */
   async run(
     task: Omit<WorkerTask, 'brand' | 'port' | 'exitAfter'>,
     port: MessagePort,
     memoryMb: number,
     terminate: AbortSignal,
-    env: Readonly<Record<string, string>> = {},
+    env: Readonly<Record<string, string>>,
+    readable: readonly string[],
   ): Promise<WorkerExit> {
     const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
     try {
-      await this.#pool(memoryMb, isTypeScript(task.agentPath), env).run(message, { transferList: [port], signal: terminate });
+      await this.#pool(memoryMb, env, readable).run(message, { transferList: [port], signal: terminate });
       return { kind: 'exited', message: 'the worker finished its task' };
     } catch (err) {
       const e = err as { code?: unknown; name?: unknown; message?: unknown };
@@ -133,8 +133,9 @@ export class AgentPool {
     await Promise.all(pools.map((p) => p.destroy()));
   }
 
-  #pool(memoryMb: number, typescript: boolean, env: Readonly<Record<string, string>>): Piscina {
-    const key = `${memoryMb}:${typescript ? 'ts' : 'js'}:${JSON.stringify(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))}`;
+  #pool(memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): Piscina {
+    const sortedEnv = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const key = JSON.stringify([memoryMb, sortedEnv, [...readable].sort()]);
     let pool = this.#pools.get(key);
     if (!pool) {
       pool = new Piscina({
@@ -148,8 +149,8 @@ export class AgentPool {
         // A copy: the worker's whole environment is exactly these variables.
         env: { ...env },
         resourceLimits: { maxOldGenerationSizeMb: memoryMb },
-        // TypeScript workers register tsx as they start, while warm and idle (see prepareWorker).
-        workerData: { typescript },
+        // Narrowed: reads under `readable` only; no writes, processes, workers, addons or inspector.
+        execArgv: permissionArgs(readable),
         recordTiming: false,
       });
       // A worker that dies with no task (e.g. while warming) has no promise to reject.

@@ -10,7 +10,6 @@ import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '..
 import { LOG_BUDGET_NOTE, LogBudget } from '../rollout/logs.js';
 import { captureOutput } from '../rollout/output.js';
 import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
-import { isTypeScript } from '../typescript.js';
 import type { AgentArgs, ToolResult } from '../types.js';
 
 type Send = (msg: WorkerMessage) => void;
@@ -123,6 +122,8 @@ async function runAgent(
 ): Promise<void> {
   let agent: unknown;
   try {
+    const refused = guardProblem(task.guard);
+    if (refused) throw Object.assign(new Error(refused), { code: 'agent_load_error' });
     const mod = (await importAgent(task.agentPath, !task.exitAfter)) as { default?: unknown };
     agent = mod.default;
     if (typeof agent !== 'function') {
@@ -135,7 +136,7 @@ async function runAgent(
     }
   } catch (err) {
     const info = toErrorInfo(err, 'agent_load_error');
-    const error = { ...info, message: `cannot load ${task.agentPath}: ${describeModuleError(err, task.agentPath)}` };
+    const error = { ...info, message: `cannot load ${task.agentFile}: ${describeModuleError(err, task.agentFile)}` };
     done({ outcome: 'load_error', output: null, outputTruncated: false, error });
     return;
   }
@@ -259,34 +260,34 @@ function captureConsole(): void {
   process.stderr.write = writer('stderr') as typeof process.stderr.write;
 }
 
-/** True once this thread can import TypeScript (see prepareWorker). */
-let typescriptReady = false;
-
-/**
- * Runs when a worker starts, before it takes a rollout. Workers of a TypeScript pool register
- * tsx here (~100 ms), while the pool keeps them warm, instead of during the agent's rollout.
- */
-export async function prepareWorker(data: unknown): Promise<void> {
-  if ((data as { typescript?: unknown } | null)?.typescript === true) {
-    const { register } = await import('tsx/esm/api');
-    register();
-    typescriptReady = true;
-  }
-}
-
 let instances = 0;
 
-/** `fresh`: a new module instance even if this thread loaded the agent before (reused workers). */
+/**
+ * `fresh`: a new module instance even if this thread loaded the agent before (reused workers).
+ * TypeScript agents arrive compiled (see src/pool/compile.ts).
+ */
 async function importAgent(path: string, fresh: boolean): Promise<unknown> {
   const url = pathToFileURL(path);
   // Modules are cached by URL; a query makes a new one (its own imports stay shared).
   if (fresh) url.searchParams.set('silo-instance', String(++instances));
-  if (isTypeScript(path) && !typescriptReady) {
-    // A JavaScript worker given a TypeScript agent still loads it, paying for tsx now.
-    const { tsImport } = await import('tsx/esm/api');
-    return tsImport(url.href, import.meta.url);
-  }
   return import(url.href);
+}
+
+/**
+ * Why this worker must not run the agent, or null: its permissions are not in force, or it can
+ * read a folder it must not (the task file's, the artifacts').
+ */
+export function guardProblem(guard: WorkerTask['guard']): string | null {
+  const permission = (process as { permission?: { has(scope: string, reference?: string): boolean } }).permission;
+  if (!permission || permission.has('fs.write') || permission.has('child')) {
+    return "its worker is not narrowed (Node's permission model is not in force), so it is not run";
+  }
+  for (const { path, what } of Array.isArray(guard) ? guard : []) {
+    if (permission.has('fs.read', path)) {
+      return `its worker could read ${what} (${path}), because the agent's folder or a package folder it may read contains it; keep the agent in a folder of its own, outside the task files and the artifacts`;
+    }
+  }
+  return null;
 }
 
 function jsonSafe(value: unknown): unknown {

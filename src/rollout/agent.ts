@@ -6,6 +6,9 @@
 import { performance } from 'node:perf_hooks';
 import { HostChannel, type DoneMessage } from '../pool/channel.js';
 import type { AgentPool } from '../pool/pool.js';
+import { prepareAgent, type PreparedAgent } from '../pool/compile.js';
+import type { Guard } from '../pool/permissions.js';
+import { describeError, SiloError } from '../errors.js';
 import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
 import { LOG_BUDGET_NOTE, LogBudget } from './logs.js';
 import type { AgentOptions, ErrorInfo, Limits, Termination } from '../types.js';
@@ -45,6 +48,8 @@ export interface AgentPhaseOptions extends DriveOptions {
   env?: Readonly<Record<string, string>> | undefined;
   /** Handed to the agent as `options`. */
   agentOptions?: AgentOptions | undefined;
+  /** Folders the agent must not be able to read; its worker refuses to load it if it can. */
+  guard?: Guard[] | undefined;
 }
 
 /** How the agent's part of the rollout went. */
@@ -67,6 +72,15 @@ export interface AgentPhase {
 /** Steps 4–6: runs the agent once in a worker of its own, under its limits, and takes its output. */
 export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   const { limits, trace } = opts;
+  // A TypeScript agent is compiled here, on the host (its narrowed worker could not).
+  let prepared: PreparedAgent;
+  try {
+    prepared = await prepareAgent(opts.agentPath);
+  } catch (err) {
+    const error = { code: 'agent_load_error', message: err instanceof SiloError ? err.message : `cannot load ${opts.agentPath}: ${describeError(err)}` };
+    trace.add({ type: 'agent_threw', error });
+    return { termination: 'load_error', output: null, outputTruncated: false, error, toolCalls: 0, refusedCalls: 0, toolTimeMs: 0, agentMs: 0 };
+  }
   const terminate = new AbortController();
   let graceTimer: NodeJS.Timeout | undefined;
   let startedAt: number | undefined;
@@ -128,11 +142,20 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   opts.signal?.addEventListener('abort', onCancel, { once: true });
 
   const exit = opts.pool.run(
-    { agentPath: opts.agentPath, instruction: opts.instruction, tools: opts.toolbox.schemas, limits, options: opts.agentOptions ?? {} },
+    {
+      agentPath: prepared.modulePath,
+      agentFile: opts.agentPath,
+      instruction: opts.instruction,
+      tools: opts.toolbox.schemas,
+      limits,
+      options: opts.agentOptions ?? {},
+      guard: opts.guard ?? [],
+    },
     channel.workerPort,
     limits.memoryMb,
     terminate.signal,
     opts.env ?? {},
+    prepared.readable,
   );
 
   // Either the completion arrives, or the worker goes away first. In the second case, wait for

@@ -4,7 +4,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { randomInt } from 'node:crypto';
 import { ulid } from 'ulid';
 import { SiloError, toErrorInfo } from '../errors.js';
@@ -68,8 +68,14 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   const limits = resolveLimits(task.limits, options.limits);
   const seed = resolveSeed(options.seed, () => randomInt(0, 2 ** 32));
 
+  // What the agent's worker must not be able to read: the task file's folder and the artifacts.
+  const outRoot = resolve(options.outDir ?? DEFAULT_OUT_DIR);
+  const guard = [
+    ...(options.taskFile ? [{ path: dirname(resolve(options.taskFile)), what: "the task file's folder" }] : []),
+    { path: outRoot, what: 'the artifacts folder' },
+  ];
   const runId = ulid();
-  const artifacts = new RunArtifacts(resolve(options.outDir ?? DEFAULT_OUT_DIR), runId);
+  const artifacts = new RunArtifacts(outRoot, runId);
   const started = new Date();
   const t0 = performance.now();
   const record: RunRecord = {
@@ -113,7 +119,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     // 4–6. The agent, in a worker of its own; its output.
     const drive: AgentDriver =
       options.drive ??
-      ((o) => runAgent({ ...o, pool: options.pool ?? sharedPool(), agentPath: agent!.path, agentOptions: agent!.options, env }));
+      ((o) => runAgent({ ...o, pool: options.pool ?? sharedPool(), agentPath: agent!.path, agentOptions: agent!.options, env, guard }));
     phase = await drive({ instruction: task.instruction, toolbox, limits, trace, signal: options.signal });
     if (phase.termination !== 'load_error' && phase.termination !== 'cancelled') {
       // 7. The diff. 8. The grade (also after a timeout or crash: the world as the agent left it).

@@ -3,7 +3,7 @@
  * pair run once and recorded, cancel, resume, retries of infrastructure failures, and what
  * reused workers do and do not share between rollouts.
  */
-import { copyFileSync, existsSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { junitReport } from '../../src/eval/reporters.js';
@@ -207,7 +207,9 @@ describe('runEval options', () => {
 describe('a set-up error during the eval', () => {
   it('stops scheduling, lets the runs under way finish, writes the summary as error with them counted, and rejects', async () => {
     const out = outDir();
-    const agentFile = join(tmp.dir, 'removed-agent.mjs');
+    // In a folder of its own: an agent whose folder holds the artifacts is refused.
+    mkdirSync(join(tmp.dir, 'agent'), { recursive: true });
+    const agentFile = join(tmp.dir, 'agent', 'removed-agent.mjs');
     copyFileSync(agent('slow-answer.mjs'), agentFile);
     let removed = false;
     const error = await runEval({

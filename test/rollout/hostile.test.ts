@@ -4,7 +4,7 @@
  * finishing proves it), every artifact is written and parses, the world is graded where the
  * contract says so, and the termination names what happened.
  */
-import { statSync } from 'node:fs';
+import { copyFileSync, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -319,6 +319,44 @@ describe("the agent's surroundings", () => {
     expectGraded(world, run, 'passed');
     expect(run.result.output).toBe('{}');
     expect(JSON.stringify(run.files)).not.toContain(SECRET_VALUE);
+  });
+
+  it('keeps the agent from the task file, the artifacts, /proc, processes, workers, the inspector and addons', async () => {
+    const taskFile = fileURLToPath(new URL('../../fixtures/helpdesk/tasks.ts', import.meta.url));
+    const world = testWorld({ instruction: JSON.stringify({ taskFile, outDir: out.dir }) });
+    const result = await runRollout({ task: world.task, taskFile, agent: hostile('breaks-out'), outDir: out.dir, limits: FAST });
+    expect(result.termination).toBe('returned');
+    expect(JSON.parse(result.output!)).toEqual({
+      readTaskFile: 'ERR_ACCESS_DENIED',
+      readEnviron: 'ERR_ACCESS_DENIED',
+      openMemory: 'ERR_ACCESS_DENIED',
+      writeArtifacts: 'ERR_ACCESS_DENIED',
+      makeFolder: 'ERR_ACCESS_DENIED',
+      runCommand: 'ERR_ACCESS_DENIED',
+      spawnDetached: 'ERR_ACCESS_DENIED',
+      startWorker: 'ERR_ACCESS_DENIED',
+      inspectHost: 'ERR_ACCESS_DENIED',
+      loadAddon: 'ERR_DLOPEN_DISABLED',
+    });
+    expect(statSync(out.dir).isDirectory()).toBe(true);
+    expect(existsSync(join(out.dir, 'forged.json'))).toBe(false);
+  });
+
+  it('refuses to run an agent whose folder holds the task file or the artifacts, saying why', async () => {
+    const home = tempDir('silo-agent-home-');
+    try {
+      copyFileSync(fileURLToPath(new URL('../../fixtures/agents/plain.js', import.meta.url)), join(home.dir, 'agent.mjs'));
+      const world = testWorld();
+      const taskFile = join(home.dir, 'tasks', 'tasks.mjs');
+      const nested = await runRollout({ task: world.task, taskFile, agent: join(home.dir, 'agent.mjs'), outDir: out.dir, limits: FAST });
+      expect(nested.termination).toBe('load_error');
+      expect(nested.error?.message).toMatch(/could read the task file's folder \(.*tasks\).*keep the agent in a folder of its own/);
+      const artifacts = await runRollout({ task: world.task, agent: join(home.dir, 'agent.mjs'), outDir: join(home.dir, '.silo'), limits: FAST });
+      expect(artifacts.termination).toBe('load_error');
+      expect(artifacts.error?.message).toMatch(/could read the artifacts folder/);
+    } finally {
+      home.remove();
+    }
   });
 
   it("puts what the agent prints in the trace as agent_log events, never on the host's stdout", async () => {

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { check, defineTool, loadTasks, runRollout, SiloError, type Task } from '../../src/index.js';
@@ -212,6 +212,25 @@ describe('environment errors', () => {
 });
 
 describe('agents', () => {
+  it('compiles a TypeScript agent with its own modules and runs it with the packages it imports', async () => {
+    const world = testWorld();
+    const r = await runRollout({ task: world.task, agent: agent('imports.ts'), outDir: out.dir });
+    expect(r.termination).toBe('returned');
+    expect(r.output).toBe('hello agent 26');
+  });
+
+  it('says where a TypeScript agent does not compile, as a load_error', async () => {
+    const home = tempDir('silo-broken-agent-');
+    try {
+      writeFileSync(join(home.dir, 'broken.ts'), 'export default function agent( {\n');
+      const r = await runRollout({ task: testWorld().task, agent: join(home.dir, 'broken.ts'), outDir: out.dir });
+      expect(r.termination).toBe('load_error');
+      expect(r.error?.message).toMatch(/cannot compile the agent .*broken\.ts: .*\(.*broken\.ts:\d+\)/);
+    } finally {
+      home.remove();
+    }
+  });
+
   it('loads .mjs, .js and .ts agents', async () => {
     for (const file of ['fixtures/agents/roller.mjs', 'fixtures/agents/plain.js', agent('do-nothing.ts')]) {
       const r = await runRollout({ task: testWorld().task, agent: file, outDir: out.dir });
