@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import type { CallMessage } from '../pool/channel.js';
 import type { StateChange, ToolResult } from '../types.js';
+import type { Change } from './diff.js';
 import type { LimitGuard } from './limits.js';
 import type { Toolbox } from './tools.js';
 import { round, type Trace } from './trace.js';
@@ -60,8 +61,8 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
       const result = await toolbox.call(msg.name, msg.input);
       const durationMs = performance.now() - start;
       toolTimeMs += durationMs;
-      // Found after the duration is taken: a call's changes cost the host, not the tool.
-      const changes = scope ? tracker?.endCall(scope) : undefined;
+      // Found after the duration is taken (the copies a tool's writes take count as the tool's).
+      const changes = scope ? changesOf(() => tracker?.endCall(scope)) : undefined;
       trace.add({
         type: 'tool_result',
         callId: id,
@@ -72,6 +73,15 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
       return result;
     },
   };
+}
+
+/** A call's changes; none (rather than a failed call) if they cannot be worked out. */
+function changesOf(find: () => StateChange[] | Change[] | undefined): StateChange[] | undefined {
+  try {
+    return find() as StateChange[] | undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The worker's account of a bad input is not trusted to be text. */

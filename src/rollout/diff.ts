@@ -9,6 +9,7 @@
  * change is recorded.
  */
 import deepDiff from 'deep-diff';
+import { setData, unwrapProxy } from './proxies.js';
 
 /** A deep-diff change record. */
 export type Change = deepDiff.Diff<unknown, unknown>;
@@ -80,8 +81,10 @@ export function diffTracked(
 const same = (value: unknown): unknown => value;
 
 /** A deep copy of a value as it was before the writes recorded in `before` (aliases kept). */
-export function materialize(value: unknown, before: ReadonlyMap<object, object>, memo = new Map<object, unknown>()): unknown {
-  if (typeof value !== 'object' || value === null) return value;
+export function materialize(input: unknown, before: ReadonlyMap<object, object>, memo = new Map<object, unknown>()): unknown {
+  if (typeof input !== 'object' || input === null) return input;
+  // A proxy can end up in the world (inside a frozen new value); its object holds the records.
+  const value: object = unwrapProxy(input);
   const done = memo.get(value);
   if (done !== undefined) return done;
   const source = before.get(value) ?? value;
@@ -92,12 +95,16 @@ export function materialize(value: unknown, before: ReadonlyMap<object, object>,
     for (let i = 0; i < source.length; i++) if (i in source) array[i] = materialize(source[i], before, memo);
     copy = array;
   } else if (typeOf(source) !== 'object' || !isPlain(source)) {
-    copy = structuredClone(source);
+    try {
+      copy = structuredClone(source);
+    } catch {
+      copy = String(source); // a Map or Set holding what cannot be copied
+    }
     memo.set(value, copy);
   } else {
     const object: Record<string, unknown> = Object.getPrototypeOf(source) === null ? (Object.create(null) as Record<string, unknown>) : {};
     memo.set(value, object);
-    for (const key of Object.keys(source)) object[key] = materialize((source as Record<string, unknown>)[key], before, memo);
+    for (const key of Object.keys(source)) setData(object, key, materialize((source as Record<string, unknown>)[key], before, memo));
     copy = object;
   }
   return copy;

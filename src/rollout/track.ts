@@ -11,6 +11,7 @@
  * from the recorded copies (still exact) and later calls carry no `changes`.
  */
 import { diffTracked, diffWorld, materialize, type Change, type Key } from './diff.js';
+import { proxyTargets, setData } from './proxies.js';
 
 /** Where an object was seen: `parent[key]`. */
 interface Position {
@@ -23,10 +24,14 @@ export interface CallScope {
   readonly before: Map<object, object>;
 }
 
+/** Deeper worlds are snapshotted: the diff's walk recurses once per level (and uses the stack). */
+const MAX_TRACKED_DEPTH = 1000;
+
 /** Whether a world can be tracked: plain objects and arrays, extensible, each in one place. */
 export function analyzeWorld(root: unknown): string | null {
   const seen = new Set<object>();
-  const visit = (value: object, path: string): string | null => {
+  const visit = (value: object, path: string, depth = 0): string | null => {
+    if (depth > MAX_TRACKED_DEPTH) return `the world is nested more than ${MAX_TRACKED_DEPTH} levels deep`;
     if (seen.has(value)) return `the same object is in two places (${path})`;
     seen.add(value);
     if (!Array.isArray(value) && !isPlainObject(value)) return `${path} is a ${value.constructor?.name ?? 'non-plain object'}`;
@@ -36,7 +41,7 @@ export function analyzeWorld(root: unknown): string | null {
         const child: unknown = value[i];
         if (typeof child === 'function') return `${path}[${i}] is a function`;
         if (typeof child === 'object' && child !== null) {
-          const problem = visit(child, `${path}[${i}]`);
+          const problem = visit(child, `${path}[${i}]`, depth + 1);
           if (problem) return problem;
         }
       }
@@ -46,7 +51,7 @@ export function analyzeWorld(root: unknown): string | null {
       const child: unknown = (value as Record<string, unknown>)[key];
       if (typeof child === 'function') return `${path}.${key} is a function`;
       if (typeof child === 'object' && child !== null) {
-        const problem = visit(child, `${path}.${key}`);
+        const problem = visit(child, `${path}.${key}`, depth + 1);
         if (problem) return problem;
       }
     }
@@ -77,8 +82,6 @@ function shallowCopy(value: object): object {
 
 const hasOwn = (o: object, key: PropertyKey): boolean => Object.prototype.hasOwnProperty.call(o, key);
 
-/** Every tracking proxy of this process, and the object behind it. */
-const proxyTargets = new WeakMap<object, object>();
 
 let cloneFallbackInstalled = false;
 
@@ -124,6 +127,10 @@ export class WriteTracker<State extends object = object> {
   readonly #scopes = new Set<CallScope>();
   /** Objects seen at a second position that may still hold them. */
   readonly #suspects = new Set<object>();
+  /** Objects that may hold properties a proxy must report as they are (see the get trap). */
+  readonly #rigid = new WeakSet<object>();
+  /** Subtrees handed out without a proxy, whose content was recorded when they were. */
+  readonly #exposed = new WeakSet<object>();
   #lost: string | null = null;
 
   constructor(root: State) {
@@ -150,6 +157,7 @@ export class WriteTracker<State extends object = object> {
    */
   endCall(scope: CallScope): Change[] | undefined {
     this.#scopes.delete(scope);
+    if (this.#lost) return undefined;
     if (scope.before.size === 0) return [];
     this.#settle();
     if (this.#lost) return undefined;
@@ -238,7 +246,13 @@ export class WriteTracker<State extends object = object> {
       const child = record[k];
       if (typeof child !== 'object' || child === null) continue;
       const adopted = this.#adopt(child, value, k, seen);
-      if (adopted !== child) record[k] = adopted;
+      if (adopted === child) continue;
+      try {
+        record[k] = adopted;
+      } catch {
+        // A frozen or read-only new value keeps the proxy: the world now holds one.
+        this.#lose('a world object was stored inside a frozen or read-only new value');
+      }
     }
     return value;
   }
@@ -247,20 +261,42 @@ export class WriteTracker<State extends object = object> {
     this.#lost ??= reason;
   }
 
-  /** Resolves the suspects: an object held at two attached positions makes positions untrustworthy. */
+  /**
+   * An object handed to a tool without a proxy (a frozen object's child must be itself): writes
+   * to it cannot be seen, so its whole subtree's content is recorded now and the run's diff is
+   * made in full, from those records, from then on.
+   */
+  #exposeRaw(value: object): object {
+    if (this.#exposed.has(value)) return value;
+    this.#lose('a frozen world object holds an object, which tools get without write tracking');
+    const visit = (object: object): void => {
+      if (this.#exposed.has(object)) return;
+      this.#exposed.add(object);
+      if (!this.#original.has(object)) this.#original.set(object, shallowCopy(object));
+      for (const child of Object.values(object)) if (typeof child === 'object' && child !== null) visit(child);
+    };
+    visit(value);
+    return value;
+  }
+
+  /**
+   * Resolves the suspects: an object held at two attached positions makes positions
+   * untrustworthy. Positions that still hold an object are all kept, attached or not (a detached
+   * parent may be put back), and an object held in more than one place stays a suspect.
+   */
   #settle(): void {
     if (this.#suspects.size === 0 || this.#lost) return;
     const attached = this.#attachment();
     for (const object of this.#suspects) {
       const list = this.#positions.get(object) ?? [];
-      const held = list.filter((p) => (p.parent as Record<string, unknown>)[p.key] === object && attached(p.parent));
-      if (held.length > 1) {
+      const held = list.filter((p) => (p.parent as Record<string, unknown>)[p.key] === object);
+      if (held.filter((p) => attached(p.parent)).length > 1) {
         this.#lose(`an object is in two places (${held.map((p) => p.key).join(', ')})`);
         return;
       }
-      this.#positions.set(object, held.length === 1 ? held : list.slice(-1));
+      this.#positions.set(object, held.length > 0 ? held : list.slice(-1));
+      if (held.length <= 1) this.#suspects.delete(object);
     }
-    this.#suspects.clear();
   }
 
   /** Whether an object is reachable from the root through positions that still hold it. */
@@ -303,12 +339,20 @@ export class WriteTracker<State extends object = object> {
 
   // One handler for every proxy of this world (arrow functions keep `this` the tracker).
   readonly #handler: ProxyHandler<object> = {
-    get: (target, key) => {
+    get: (target, key, receiver) => {
       const value: unknown = (target as Record<PropertyKey, unknown>)[key];
       if (typeof value !== 'object' || value === null || typeof key === 'symbol' || !hasOwn(target, key)) return value;
+      if (receiver !== this.#proxies.get(target)) return value; // read through an object made from a proxy
+      if (!Object.isExtensible(target) || this.#rigid.has(target)) {
+        // A frozen (or read-only, non-configurable) property must read as the very object it holds.
+        const descriptor = Reflect.getOwnPropertyDescriptor(target, key);
+        if (descriptor && !descriptor.configurable && descriptor.writable === false) return this.#exposeRaw(value);
+      }
       return this.#child(value, target, key);
     },
-    set: (target, key, value) => {
+    set: (target, key, value, receiver) => {
+      // An object made from a proxy (Object.create) gets the property itself, as it would from a plain object.
+      if (receiver !== this.#proxies.get(target)) return Reflect.set(target, key, value, receiver);
       if (typeof key === 'symbol') return Reflect.set(target, key, value);
       this.#beforeWrite(target);
       return Reflect.set(target, key, this.#adopt(value, target, key, new Set()));
@@ -321,6 +365,7 @@ export class WriteTracker<State extends object = object> {
       if (typeof key === 'symbol') return Reflect.defineProperty(target, key, descriptor);
       this.#beforeWrite(target);
       if ('value' in descriptor) descriptor = { ...descriptor, value: this.#adopt(descriptor.value, target, key, new Set()) };
+      if (descriptor.configurable === false) this.#rigid.add(target);
       return Reflect.defineProperty(target, key, descriptor);
     },
     getOwnPropertyDescriptor: (target, key) => {
@@ -338,6 +383,7 @@ export class WriteTracker<State extends object = object> {
     },
     preventExtensions: (target) => {
       this.#beforeWrite(target);
+      this.#rigid.add(target);
       return Reflect.preventExtensions(target);
     },
   };
@@ -387,6 +433,6 @@ function plainCopy(value: unknown, targets: WeakMap<object, object>, memo: Map<o
   }
   const copy: Record<string, unknown> = {};
   memo.set(object, copy);
-  for (const key of Object.keys(object)) copy[key] = plainCopy((object as Record<string, unknown>)[key], targets, memo, strict);
+  for (const key of Object.keys(object)) setData(copy, key, plainCopy((object as Record<string, unknown>)[key], targets, memo, strict));
   return copy;
 }

@@ -169,6 +169,76 @@ describe('WriteTracker', () => {
   });
 });
 
+/**
+ * Runs each call through a tracker's view and checks it against the truth: a call's changes (when
+ * it has them) and the run's equal a full diff, and initial() is the world as it was.
+ */
+function replay(world: Record<string, unknown>, ...calls: ((view: any) => void)[]): WriteTracker<Record<string, unknown>> {
+  const initial = structuredClone(world);
+  const tracker = new WriteTracker(world);
+  for (const call of calls) {
+    const before = structuredClone(world);
+    const scope = tracker.beginCall();
+    call(tracker.view);
+    const changes = tracker.endCall(scope);
+    if (changes !== undefined) expect(asJson(changes)).toEqual(asJson(diffWorld(before, world)));
+  }
+  expect(asJson(tracker.diff())).toEqual(asJson(diffWorld(initial, world)));
+  expect(tracker.initial()).toStrictEqual(initial);
+  return tracker;
+}
+
+describe('WriteTracker in the corners (each found by review)', () => {
+  it('finds a write to an object whose parent was detached and put back, and an object left in two places that way', () => {
+    let parent: unknown;
+    replay(
+      { a: { p: { x: { v: 1 } } }, b: null },
+      (v) => ((parent = v.a.p), (v.b = v.a.p.x), delete v.a.p),
+      (v) => {
+        const x = v.b;
+        v.a.p = parent;
+        delete v.b;
+        x.v = 2;
+      },
+    );
+    const twice = replay({ a: { p: { x: { v: 1 } } }, b: null }, (v) => ((parent = v.a.p), (v.b = v.a.p.x), delete v.a.p), (v) => ((v.a.p = parent), (v.b.v = 2)));
+    expect(twice.lost).toMatch(/two places/);
+  });
+
+  it('reads through a frozen object (its child comes without a proxy) and still diffs the run exactly', () => {
+    const tracker = replay({ s: { a: { b: 1 } } }, (v) => Object.freeze(v.s), (v) => expect(v.s.a.b).toBe(1), (v) => (v.s.a.b = 2));
+    expect(tracker.lost).toMatch(/frozen/);
+    replay({ list: [] as unknown[] }, (v) => v.list.push(Object.freeze({ meta: { n: 1 } })), (v) => expect(JSON.stringify(v.list)).toBe('[{"meta":{"n":1}}]'));
+  });
+
+  it('keeps a key named __proto__ as a key in old values and in initial()', () => {
+    replay(JSON.parse('{"dict":{"__proto__":{"x":1},"a":1}}') as Record<string, unknown>, (v) => delete v.dict);
+  });
+
+  it('survives a frozen or getter-only new value holding a world object, and a Set holding one', () => {
+    const tracker = new WriteTracker<Record<string, any>>({ users: [{ n: 1 }], log: [], idx: null });
+    let scope = tracker.beginCall();
+    tracker.view.log.push(Object.freeze({ who: tracker.view.users[0] }));
+    tracker.view.idx = new Set([tracker.view.users[0]]);
+    tracker.endCall(scope);
+    scope = tracker.beginCall();
+    tracker.view.idx = null;
+    expect(() => tracker.endCall(scope)).not.toThrow();
+    expect(() => tracker.diff()).not.toThrow();
+    expect(tracker.lost).toMatch(/frozen or read-only new value/);
+  });
+
+  it('lets Object.create(worldObject) take writes itself, as a plain object would', () => {
+    const world = { user: { name: 'Ada' } };
+    const tracker = new WriteTracker(world);
+    const child = Object.create(tracker.view.user) as { name: string };
+    child.name = 'X';
+    expect(world.user.name).toBe('Ada');
+    expect(Object.keys(child)).toEqual(['name']);
+    expect(tracker.diff()).toEqual([]);
+  });
+});
+
 describe('analyzeWorld', () => {
   it('accepts plain data', () => {
     expect(analyzeWorld({ a: [1, { b: null }], c: { d: 'x' } })).toBeNull();
@@ -187,6 +257,6 @@ describe('analyzeWorld', () => {
     let deep: Record<string, unknown> = {};
     const top = deep;
     for (let i = 0; i < 100_000; i++) deep = (deep.next = {}) as Record<string, unknown>;
-    expect(analyzeWorld(top)).toMatch(/nested too deeply/);
+    expect(analyzeWorld(top)).toMatch(/nested more than 1000 levels deep/);
   });
 });
