@@ -173,7 +173,8 @@ await worldPool.destroy();
 // retail: the host work of one rollout on the tau-bench retail world (~1.6 MB), phase by phase,
 // on the gold actions of a dev task; and a whole rollout with the oracle agent.
 log('retail …');
-const { analyzeWorld, WriteTracker } = await import('../dist/src/rollout/track.js');
+const { analyzeWorld } = await import('../dist/src/rollout/plain.js');
+const { WriteTracker } = await import('../dist/src/rollout/track.js');
 const retailTasks = await byId('fixtures/retail/tasks.ts');
 const retailTask = retailTasks.get('retail/dev/0');
 const env = retailTask.environment;

@@ -9,7 +9,8 @@ import { CREATE_STATE_TIMEOUT_MS, DEFAULT_CLOCK_START } from '../options.js';
 import { TIMED_OUT, within } from '../time.js';
 import type { Environment, RunRecord, WorldContext } from '../types.js';
 import { diffWorld, type Change } from './diff.js';
-import { analyzeWorld, WriteTracker } from './track.js';
+import { analyzeWorld } from './plain.js';
+import { WriteTracker } from './track.js';
 
 /** Raised when the world cannot be built; the run ends `not_started` with an `environment_error`. */
 export class EnvironmentError extends Error {

@@ -5,13 +5,15 @@
  * (`changes` on its tool_result) are found by visiting only what was written: the cost grows with
  * what changed, not with the size of the world, and no snapshot of the world is taken.
  *
- * It applies to worlds of plain data: objects and arrays, each in one place (a tree). `analyzeWorld`
- * tells; other worlds keep the snapshot and the full diff. Should an object come to be in two places
- * during the run, the tracker stops trusting positions ("lost"): the run's diff is then made in full
- * from the recorded copies (still exact) and later calls carry no `changes`.
+ * It applies to worlds of plain data: objects and arrays, each in one place (a tree); plain.ts
+ * tells. Other worlds keep the snapshot and the full diff. Should an object come to be in two
+ * places during the run, the tracker stops trusting positions ("lost"): the run's diff is then made
+ * in full from the recorded copies (still exact) and later calls carry no `changes`.
  */
 import { diffTracked, diffWorld, materialize, type Change, type Key } from './diff.js';
-import { proxyTargets, setData } from './proxies.js';
+import { copyOut, installCloneFallback } from './clone.js';
+import { isTrackable } from './plain.js';
+import { proxyTargets } from './proxies.js';
 
 /** Where an object was seen: `parent[key]`. */
 interface Position {
@@ -24,57 +26,6 @@ export interface CallScope {
   readonly before: Map<object, object>;
 }
 
-/** Deeper worlds are snapshotted: the diff's walk recurses once per level (and uses the stack). */
-const MAX_TRACKED_DEPTH = 1000;
-
-/** Whether a world can be tracked: plain objects and arrays, extensible, each in one place. */
-export function analyzeWorld(root: unknown): string | null {
-  const seen = new Set<object>();
-  const visit = (value: object, path: string, depth = 0): string | null => {
-    if (depth > MAX_TRACKED_DEPTH) return `the world is nested more than ${MAX_TRACKED_DEPTH} levels deep`;
-    if (seen.has(value)) return `the same object is in two places (${path})`;
-    seen.add(value);
-    if (!Array.isArray(value) && !isPlainObject(value)) return `${path} is a ${value.constructor?.name ?? 'non-plain object'}`;
-    if (!Object.isExtensible(value)) return `${path} is frozen or sealed`;
-    if (Array.isArray(value)) {
-      for (let i = 0; i < value.length; i++) {
-        const child: unknown = value[i];
-        if (typeof child === 'function') return `${path}[${i}] is a function`;
-        if (typeof child === 'object' && child !== null) {
-          const problem = visit(child, `${path}[${i}]`, depth + 1);
-          if (problem) return problem;
-        }
-      }
-      return null;
-    }
-    for (const key in value) {
-      const child: unknown = (value as Record<string, unknown>)[key];
-      if (typeof child === 'function') return `${path}.${key} is a function`;
-      if (typeof child === 'object' && child !== null) {
-        const problem = visit(child, `${path}.${key}`, depth + 1);
-        if (problem) return problem;
-      }
-    }
-    return null;
-  };
-  if (typeof root !== 'object' || root === null) return 'the world is not an object';
-  try {
-    return visit(root, 'world');
-  } catch (err) {
-    if (err instanceof RangeError) return 'the world is nested too deeply to walk';
-    throw err;
-  }
-}
-
-function isPlainObject(value: object): boolean {
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
-function isTrackable(value: object): boolean {
-  return Array.isArray(value) || isPlainObject(value);
-}
-
 function shallowCopy(value: object): object {
   if (Array.isArray(value)) return value.slice();
   return Object.getPrototypeOf(value) === null ? Object.assign(Object.create(null) as object, value) : { ...value };
@@ -82,38 +33,6 @@ function shallowCopy(value: object): object {
 
 const hasOwn = (o: object, key: PropertyKey): boolean => Object.prototype.hasOwnProperty.call(o, key);
 
-
-let cloneFallbackInstalled = false;
-
-/**
- * structuredClone refuses proxies, and tools commonly copy a piece of the world with it. The host's
- * structuredClone is wrapped once so that a value holding tracking proxies is copied through them;
- * any other value behaves exactly as before (the wrapper only acts where the original threw).
- */
-function installCloneFallback(): void {
-  if (cloneFallbackInstalled) return;
-  cloneFallbackInstalled = true;
-  const original = globalThis.structuredClone;
-  const structuredClone = <T>(value: T, options?: Parameters<typeof original>[1]): T => {
-    try {
-      return original(value, options);
-    } catch (err) {
-      if (!(err instanceof Error) || err.name !== 'DataCloneError' || !holdsProxy(value, new Set())) throw err;
-      return plainCopy(value, proxyTargets, new Map(), true) as T;
-    }
-  };
-  globalThis.structuredClone = structuredClone;
-}
-
-/** Whether a value is or contains a tracking proxy (plain objects and arrays are searched). */
-function holdsProxy(value: unknown, seen: Set<object>): boolean {
-  if (typeof value !== 'object' || value === null || seen.has(value)) return false;
-  if (proxyTargets.has(value)) return true;
-  seen.add(value);
-  if (!Array.isArray(value) && !isPlainObject(value)) return false;
-  for (const child of Object.values(value)) if (holdsProxy(child, seen)) return true;
-  return false;
-}
 
 /** The write tracker of one rollout's world. */
 export class WriteTracker<State extends object = object> {
@@ -391,48 +310,3 @@ export class WriteTracker<State extends object = object> {
 
 /** Positions deeper than this are not followed (a world is not that deep; a cycle would be). */
 const MAX_DEPTH = 10_000;
-
-/** A copy of a value the world still holds, for a record that must not change with it. */
-function copyOut(value: unknown): unknown {
-  if (typeof value !== 'object' || value === null) return value;
-  try {
-    return structuredClone(value);
-  } catch {
-    return plainCopy(value, new WeakMap(), new Map(), false);
-  }
-}
-
-/**
- * A deep copy that reads through proxies. What cannot be copied (a function, an object
- * structuredClone refuses) throws when `strict`, and becomes text otherwise.
- */
-function plainCopy(value: unknown, targets: WeakMap<object, object>, memo: Map<object, unknown>, strict: boolean): unknown {
-  if (typeof value === 'function') {
-    if (strict) throw new TypeError(`${value.name || 'a function'} could not be cloned`);
-    return `[function ${value.name || 'anonymous'}]`;
-  }
-  if (typeof value !== 'object' || value === null) return value;
-  const object = targets.get(value) ?? value;
-  const done = memo.get(object);
-  if (done !== undefined) return done;
-  if (Array.isArray(object)) {
-    const copy: unknown[] = [];
-    memo.set(object, copy);
-    for (let i = 0; i < object.length; i++) copy[i] = plainCopy(object[i], targets, memo, strict);
-    return copy;
-  }
-  if (!isPlainObject(object)) {
-    try {
-      const copy = structuredClone(object);
-      memo.set(object, copy);
-      return copy;
-    } catch (err) {
-      if (strict) throw err;
-      return String(object);
-    }
-  }
-  const copy: Record<string, unknown> = {};
-  memo.set(object, copy);
-  for (const key of Object.keys(object)) setData(copy, key, plainCopy((object as Record<string, unknown>)[key], targets, memo, strict));
-  return copy;
-}

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { applyChanges, diffWorld } from '../../src/rollout/diff.js';
 import { seededRandom } from '../../src/rollout/state.js';
-import { analyzeWorld, WriteTracker } from '../../src/rollout/track.js';
+import { analyzeWorld } from '../../src/rollout/plain.js';
+import { WriteTracker } from '../../src/rollout/track.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Container = Json[] | { [key: string]: Json };
