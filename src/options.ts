@@ -28,6 +28,8 @@ export const CREATE_STATE_TIMEOUT_MS = 60_000;
 
 /** After the worker is gone, how long the host waits for its port to drain and close. */
 export const PORT_DRAIN_MS = 2_000;
+/** After a worker's grace period, how long its sandbox gets to terminate it before the whole sandbox is killed, ms. */
+export const SANDBOX_KILL_MS = 5_000;
 
 /** After the agent is done, how long tool calls already running may take to settle. */
 export const INFLIGHT_SETTLE_MS = 5_000;

@@ -9,7 +9,8 @@ import { parseShard, type Shard } from '../eval/shard.js';
 import { EvalStore } from '../eval/store.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RETRIES } from '../options.js';
 import type { EvalSummary } from '../types.js';
-import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, limitsFromFlags, MAX_TURNS_HELP } from './options.js';
+import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, isolation, ISOLATION_HELP, limitsFromFlags, MAX_TURNS_HELP, NO_NETWORK_HELP } from './options.js';
+import type { Isolation } from '../pool/pool.js';
 import { agentEnv } from '../agents/builtin.js';
 import { onInterrupt } from './signals.js';
 import { queueRunner } from '../queue/coordinator.js';
@@ -18,6 +19,8 @@ import { writeReport } from '../inspect/report.js';
 
 interface EvalFlags {
   agent?: string;
+  isolation: Isolation;
+  network: boolean;
   env?: string[];
   maxTurns?: number;
   trials: number;
@@ -61,6 +64,8 @@ export function registerEval(program: Command): void {
     .option('--min-pass-rate <r>', 'exit 0 when the pass rate reaches r (0..1), even if some runs failed', rate)
     .option('--retries <n>', 'retries of a run lost to infrastructure (crashed worker, internal error)', integer(0), DEFAULT_RETRIES)
     .option('--reuse-workers', 'reuse warm workers across rollouts (faster; trusted agents only: globals leak)')
+    .option('--isolation <mode>', ISOLATION_HELP, isolation, 'process')
+    .option('--no-network', NO_NETWORK_HELP)
     .option('--report', 'also write the HTML report (see `silo report`) to <out>/evals/<evalId>/report.html')
     .option('--timeout <ms>', 'wall-clock limit per rollout, ms', integer(1))
     .option('--max-tool-calls <n>', 'tool calls allowed per rollout', integer(0))
@@ -140,6 +145,8 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
       ...(flags.tag ? { tag: flags.tag } : {}),
       ...(flags.resume ? { resume: flags.resume } : {}),
       ...(flags.reuseWorkers ? { reuseWorkers: true } : {}),
+      isolation: flags.isolation,
+      ...(flags.network ? {} : { noNetwork: true }),
       ...(flags.evalId === undefined ? {} : { evalId: flags.evalId }),
       ...(flags.shard ? { shard: flags.shard } : {}),
       ...(flags.queue === undefined ? {} : { runner: queueRunner({ url: flags.queue }) }),

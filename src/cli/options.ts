@@ -1,6 +1,7 @@
 /** Parsers for CLI option values: each rejects bad input with a one-line usage error. */
 import { InvalidArgumentError } from 'commander';
 import type { AgentOptions, Limits } from '../types.js';
+import type { Isolation } from '../pool/pool.js';
 import { DEFAULT_MAX_TURNS } from '../options.js';
 
 /** The help text of `--agent` (run and eval). */
@@ -39,4 +40,17 @@ export function limitsFromFlags(flags: { timeout?: number; maxToolCalls?: number
 /** `--max-turns` as agent options, or undefined when not given. */
 export function agentOptionsFromFlags(flags: { maxTurns?: number }): AgentOptions | undefined {
   return flags.maxTurns === undefined ? undefined : { maxTurns: flags.maxTurns };
+}
+
+/** The help text of `--isolation`. */
+export const ISOLATION_HELP =
+  'where agent workers live: process (a sandbox process the host outlives, with its own namespaces where Linux allows) or thread (in this process: trusted agents, less overhead)';
+
+/** The help text of `--no-network`. */
+export const NO_NETWORK_HELP = 'give agents no network (a network namespace of their own; needs --isolation process and Linux namespaces)';
+
+/** `--isolation process|thread`. */
+export function isolation(value: string): Isolation {
+  if (value !== 'process' && value !== 'thread') throw new InvalidArgumentError(`expected process or thread, got '${value}'`);
+  return value;
 }

@@ -5,7 +5,8 @@ import { loadTasks } from '../load.js';
 import { selectTasks } from '../filter.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { RunResult } from '../types.js';
-import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, limitsFromFlags, MAX_TURNS_HELP } from './options.js';
+import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, isolation, ISOLATION_HELP, limitsFromFlags, MAX_TURNS_HELP, NO_NETWORK_HELP } from './options.js';
+import { createRunner, type Isolation } from '../pool/pool.js';
 import { agentEnv } from '../agents/builtin.js';
 import { createStyle } from '../inspect/style.js';
 import { ms } from '../inspect/show.js';
@@ -13,6 +14,8 @@ import { onInterrupt } from './signals.js';
 
 interface RunFlags {
   agent: string;
+  isolation: Isolation;
+  network: boolean;
   env?: string[];
   maxTurns?: number;
   task?: string[];
@@ -39,6 +42,8 @@ export function registerRun(program: Command): void {
     .option('--max-tool-calls <n>', 'tool calls allowed per rollout (default 500)', integer(0))
     .option('--memory <mb>', 'heap limit of the agent worker, MiB (default 512)', integer(0))
     .option('--seed <n>', 'seed of ctx.random() (default: drawn and recorded)', integer(0))
+    .option('--isolation <mode>', ISOLATION_HELP, isolation, 'process')
+    .option('--no-network', NO_NETWORK_HELP)
     .option('-o, --out <dir>', 'artifact folder: writes <dir>/runs/<runId>/', '.silo')
     .option('--json', 'print a JSON array of { runId, taskId, status, score, termination, runDir } instead')
     .addHelpText(
@@ -58,6 +63,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   const env = agentEnv(flags.agent, flags.env ?? [], process.env);
   const agentOptions = agentOptionsFromFlags(flags);
 
+  const pool = createRunner(flags.isolation, { noNetwork: !flags.network });
   const s = createStyle(process.stdout);
   const cancel = new AbortController();
   const stopListening = onInterrupt(() => cancel.abort());
@@ -69,6 +75,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
         task,
         taskFile: file,
         agent: flags.agent,
+        pool,
         env,
         ...(agentOptions ? { agentOptions } : {}),
         limits,
@@ -81,6 +88,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
     }
   } finally {
     stopListening();
+    await pool.destroy();
   }
 
   if (flags.json) {

@@ -2,12 +2,14 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_EVAL_CONCURRENCY, MiB } from '../options.js';
 import { runWorker, type WorkerEvent } from '../queue/worker.js';
-import { integer } from './options.js';
+import { integer, isolation, ISOLATION_HELP } from './options.js';
+import type { Isolation } from '../pool/pool.js';
 import { onInterrupt } from './signals.js';
 
 interface WorkerFlags {
   queue: string;
   concurrency: number;
+  isolation: Isolation;
   root?: string;
   maxResultMb?: number;
   out?: string;
@@ -20,6 +22,7 @@ export function registerWorker(program: Command): void {
     .description('run the rollouts of evals started with `silo eval --queue` on this machine')
     .requiredOption('--queue <url>', 'the Redis the coordinator uses, e.g. redis://10.0.0.5:6379 (or redis://host:port/db)')
     .option('-c, --concurrency <n>', 'rollouts at once, per eval', integer(1), DEFAULT_EVAL_CONCURRENCY)
+    .option('--isolation <mode>', ISOLATION_HELP, isolation, 'process')
     .option('--root <dir>', "the folder jobs' task and agent paths are relative to: this machine's copy of the coordinator's working directory (default: the current one)")
     .option('--max-result-mb <mb>', 'largest artifacts of one run sent back through Redis; larger runs are recorded as errors and kept on this machine', positive, 8)
     .option('-o, --out <dir>', 'where runs too large to send back are kept: <dir>/runs/ (default: <root>/.silo)')
@@ -38,6 +41,7 @@ export function registerWorker(program: Command): void {
         await runWorker({
           url: flags.queue,
           concurrency: flags.concurrency,
+          isolation: flags.isolation,
           signal: stop.signal,
           onEvent: (event) => process.stderr.write(`${formatEvent(event)}\n`),
           ...(flags.root === undefined ? {} : { root: flags.root }),

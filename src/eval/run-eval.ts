@@ -12,7 +12,7 @@ import { SiloError } from '../errors.js';
 import { selectTasks } from '../filter.js';
 import { loadTasks, type LoadedTask } from '../load.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, DEFAULT_RETRIES, SUMMARY_WRITE_MS, resolveLimits } from '../options.js';
-import { AgentPool } from '../pool/pool.js';
+import { createRunner, type Isolation } from '../pool/pool.js';
 import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
 import { parseBuiltinAgent } from '../agents/builtin.js';
 import { discoverTaskFiles } from './discover.js';
@@ -56,6 +56,10 @@ export interface EvalOptions {
   runner?: RunnerFactory;
   /** Warm, reused workers with a fresh agent module per rollout: for trusted agents only. */
   reuseWorkers?: boolean;
+  /** Where agent workers live: `process` (default, a sandbox process) or `thread`. Not stored: a resume may change it. */
+  isolation?: Isolation;
+  /** Agents get no network (process isolation with Linux namespaces only). */
+  noNetwork?: boolean;
   /** Cancels the eval: running rollouts end as `cancelled`, the summary says `cancelled`. */
   signal?: AbortSignal;
   /** Called after every run and every few seconds. */
@@ -119,7 +123,11 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   }
   // Made before anything is written: a runner that cannot start leaves no half-written eval.
   const makeRunner: RunnerFactory =
-    options.runner ?? ((context) => Promise.resolve(localRunner(context, new AgentPool({ maxThreads: concurrency, reuse: record.reuseWorkers }), concurrency)));
+    options.runner ??
+    ((context) => {
+      const pool = createRunner(options.isolation ?? 'process', { maxThreads: concurrency, reuse: record.reuseWorkers, ...(options.noNetwork ? { noNetwork: true } : {}) });
+      return Promise.resolve(localRunner(context, pool, concurrency));
+    });
   const runner = await makeRunner({
     evalId,
     record,

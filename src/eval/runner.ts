@@ -5,7 +5,7 @@
  * (src/queue/coordinator.ts) enqueues it for workers and writes back the artifacts they return.
  */
 import type { LoadedTask } from '../load.js';
-import type { AgentPool } from '../pool/pool.js';
+import type { AgentRunner } from '../pool/pool.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { EvalOptionsRecord, RunResult } from '../types.js';
 
@@ -55,7 +55,7 @@ export interface RunnerContext {
 export type RunnerFactory = (context: RunnerContext) => Promise<RolloutRunner>;
 
 /** Runs each rollout on `pool`, in this process. */
-export function localRunner(context: RunnerContext, pool: AgentPool, slots: number): RolloutRunner {
+export function localRunner(context: RunnerContext, pool: AgentRunner, slots: number): RolloutRunner {
   const { record, outDir, evalId, signal, env } = context;
   return {
     slots,

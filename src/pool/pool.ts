@@ -8,6 +8,8 @@ import { Piscina } from 'piscina';
 import type { MessagePort } from 'node:worker_threads';
 import { WORKER_ENTRY } from '../paths.js';
 import { permissionArgs } from './permissions.js';
+import { SandboxPool } from '../sandbox/pool.js';
+import { SiloError } from '../errors.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
 
 
@@ -80,8 +82,27 @@ export interface AgentPoolOptions {
   reuse?: boolean;
 }
 
-/** Runs agents in isolated, single-use worker threads. */
-export class AgentPool {
+/** Where rollouts' agent workers run: threads of this process, or a sandbox process. */
+export interface AgentRunner {
+  /**
+   * Starts `task` in a fresh worker with a heap of `memoryMb`, `env` as its whole `process.env`
+   * and read access to `readable` only; resolves when the worker is gone. Aborting `terminate`
+   * terminates the worker (used after the grace period).
+   */
+  run(
+    task: Omit<WorkerTask, 'brand' | 'port' | 'exitAfter'>,
+    port: MessagePort,
+    memoryMb: number,
+    terminate: AbortSignal,
+    env: Readonly<Record<string, string>>,
+    readable: readonly string[],
+  ): Promise<WorkerExit>;
+  /** Stops every worker. */
+  destroy(): Promise<void>;
+}
+
+/** Runs agents in isolated, single-use worker threads of this process. */
+export class AgentPool implements AgentRunner {
   /**
    * Keyed by heap limit, by the environment the workers get and by what they may read (a worker's
    * `process.env` and permissions are fixed when it starts).
@@ -161,17 +182,31 @@ export class AgentPool {
   }
 }
 
-let shared: AgentPool | undefined;
+/** Where agent workers live: a sandbox process (the default), or threads of this process. */
+export type Isolation = 'process' | 'thread';
 
-/** The process-wide pool used when no pool is passed to runRollout. */
-export function sharedPool(): AgentPool {
-  shared ??= new AgentPool();
-  return shared;
+/** A runner of agent workers for `isolation`, with the pool options given. */
+export function createRunner(isolation: Isolation, options: AgentPoolOptions & { noNetwork?: boolean } = {}): AgentRunner {
+  const { noNetwork, ...pool } = options;
+  if (isolation === 'thread') {
+    if (noNetwork) throw new SiloError('SILO_USAGE', '--no-network needs --isolation process');
+    return new AgentPool(pool);
+  }
+  return new SandboxPool({ ...pool, ...(noNetwork ? { noNetwork } : {}) });
 }
 
-/** Stops the process-wide pool (the CLI calls this before exiting). */
+const shared = new Map<Isolation, AgentRunner>();
+
+/** The process-wide runner used when no pool is passed to runRollout. */
+export function sharedPool(isolation: Isolation = 'process'): AgentRunner {
+  let runner = shared.get(isolation);
+  if (!runner) shared.set(isolation, (runner = createRunner(isolation)));
+  return runner;
+}
+
+/** Stops the process-wide runners (the CLI calls this before exiting). */
 export async function closeSharedPool(): Promise<void> {
-  const pool = shared;
-  shared = undefined;
-  await pool?.destroy();
+  const runners = [...shared.values()];
+  shared.clear();
+  await Promise.all(runners.map((r) => r.destroy()));
 }

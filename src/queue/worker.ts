@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describeError, SiloError } from '../errors.js';
 import { loadTasks, type LoadedTask } from '../load.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, QUEUE_LOCK_MS, QUEUE_MAX_RESULT_BYTES, QUEUE_MAX_STALLS, QUEUE_WATCH_MS } from '../options.js';
-import { AgentPool } from '../pool/pool.js';
+import { createRunner, type AgentRunner, type Isolation } from '../pool/pool.js';
 import { runRollout } from '../rollout/rollout.js';
 import { agentEnv, parseBuiltinAgent } from '../agents/builtin.js';
 import type { RunStatus } from '../types.js';
@@ -28,6 +28,8 @@ export interface WorkerOptions {
   url: string;
   /** Rollouts at once, per eval served. Default 32. */
   concurrency?: number;
+  /** Where agent workers live, as in a local eval: `process` (default) or `thread`. */
+  isolation?: Isolation;
   /** Task and agent paths of jobs are resolved under this folder. Default: the working directory. */
   root?: string;
   /** Largest artifacts sent back per run, bytes; larger runs stay here (see packRun). Default 8 MiB. */
@@ -76,10 +78,10 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   const client = new Redis(connectionOptions(options.url));
   client.on('error', () => {});
   const served = new Map<string, Served>();
-  const pools = new Map<boolean, AgentPool>();
-  const pool = (reuse: boolean): AgentPool => {
+  const pools = new Map<boolean, AgentRunner>();
+  const pool = (reuse: boolean): AgentRunner => {
     let p = pools.get(reuse);
-    if (!p) pools.set(reuse, (p = new AgentPool({ maxThreads: concurrency, reuse })));
+    if (!p) pools.set(reuse, (p = createRunner(options.isolation ?? 'process', { maxThreads: concurrency, reuse })));
     return p;
   };
   const hashes = new FileHashes();

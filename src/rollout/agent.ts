@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { HostChannel, type DoneMessage } from '../pool/channel.js';
-import type { AgentPool } from '../pool/pool.js';
+import type { AgentRunner } from '../pool/pool.js';
 import { prepareAgent, type PreparedAgent } from '../pool/compile.js';
 import type { Guard } from '../pool/permissions.js';
 import { describeError, SiloError } from '../errors.js';
@@ -41,7 +41,7 @@ export type AgentDriver = (opts: DriveOptions) => Promise<AgentPhase>;
 /** What the agent phase needs: where to run, what to run, and what to record into. */
 export interface AgentPhaseOptions extends DriveOptions {
   /** Pool whose workers run the agent. */
-  pool: AgentPool;
+  pool: AgentRunner;
   /** Absolute path of the agent module. */
   agentPath: string;
   /** The agent worker's whole `process.env` (nothing else from the host reaches it). */

@@ -10,7 +10,7 @@ import { ulid } from 'ulid';
 import { SiloError, toErrorInfo } from '../errors.js';
 import { DEFAULT_OUT_DIR, resolveLimits, resolveSeed } from '../options.js';
 import { SILO_VERSION } from '../paths.js';
-import { sharedPool, type AgentPool } from '../pool/pool.js';
+import { sharedPool, type AgentRunner, type Isolation } from '../pool/pool.js';
 import type { AgentOptions, ErrorInfo, Limits, ResultRecord, RunRecord, RunResult, Task, Termination } from '../types.js';
 import { runAgent, type AgentDriver, type AgentPhase } from './agent.js';
 import { parseBuiltinAgent } from '../agents/builtin.js';
@@ -54,7 +54,12 @@ export interface RolloutOptions {
   /** Cancels the rollout: the agent is stopped and the run is recorded as `cancelled`. */
   signal?: AbortSignal;
   /** The worker pool; the process-wide one by default. */
-  pool?: AgentPool;
+  pool?: AgentRunner;
+  /**
+   * Where the agent's worker lives when no `pool` is given: `process` (default), a sandbox process
+   * the host outlives; `thread`, a thread of this process (trusted agents, less overhead).
+   */
+  isolation?: Isolation;
   /** Set by evals. */
   evalId?: string;
   trial?: number;
@@ -119,7 +124,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     // 4–6. The agent, in a worker of its own; its output.
     const drive: AgentDriver =
       options.drive ??
-      ((o) => runAgent({ ...o, pool: options.pool ?? sharedPool(), agentPath: agent!.path, agentOptions: agent!.options, env, guard }));
+      ((o) => runAgent({ ...o, pool: options.pool ?? sharedPool(options.isolation), agentPath: agent!.path, agentOptions: agent!.options, env, guard }));
     phase = await drive({ instruction: task.instruction, toolbox, limits, trace, signal: options.signal });
     if (phase.termination !== 'load_error' && phase.termination !== 'cancelled') {
       // 7. The diff. 8. The grade (also after a timeout or crash: the world as the agent left it).

@@ -1,0 +1,212 @@
+/**
+ * The sandbox: agent workers live in a child process, so the host survives anything an agent
+ * does to its process (a signal, an allocation that aborts it, a system call that never returns).
+ * The child starts with an empty environment and an empty working folder, inside new user and pid
+ * namespaces where Linux allows (an agent then cannot even see the host's process), and a new
+ * network namespace (no network) if asked. The host relays each rollout's port over the child's
+ * IPC channel and keeps the world, the tools and the artifacts. A child that dies ends its
+ * rollouts as crashed (their worlds are still graded); the next rollout starts a new one. A
+ * worker that does not end after its grace period gets its whole sandbox killed (SIGKILL).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { MessagePort } from 'node:worker_threads';
+import { PACKAGE_ROOT } from '../paths.js';
+import { SANDBOX_KILL_MS } from '../options.js';
+import type { AgentRunner, WorkerExit } from '../pool/pool.js';
+import type { WorkerTask } from '../protocol.js';
+import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
+
+const CHILD_ENTRY = join(PACKAGE_ROOT, 'dist', 'src', 'sandbox', 'child.js');
+
+/** Options of a sandbox. */
+export interface SandboxOptions extends SandboxPoolOptions {
+  /** Give the agents no network (a network namespace of their own). Default: the network is open. */
+  noNetwork?: boolean;
+  /** Told once when Linux namespaces are not available here. Default: a line on stderr. */
+  warn?: (message: string) => void;
+}
+
+interface Run {
+  port: MessagePort;
+  resolve: (exit: WorkerExit) => void;
+  child: ChildProcess;
+}
+
+/** Runs agent workers in a sandbox process, started when first needed and again after it dies. */
+export class SandboxPool implements AgentRunner {
+  readonly #options: SandboxOptions;
+  #child: ChildProcess | null = null;
+  #ready: Promise<void> | null = null;
+  readonly #runs = new Map<number, Run>();
+  #nextId = 1;
+  #waiting = 0;
+  #destroyed = false;
+
+  constructor(options: SandboxOptions = {}) {
+    this.#options = options;
+  }
+
+  async run(
+    task: Omit<WorkerTask, 'brand' | 'port' | 'exitAfter'>,
+    port: MessagePort,
+    memoryMb: number,
+    terminate: AbortSignal,
+    env: Readonly<Record<string, string>>,
+    readable: readonly string[],
+  ): Promise<WorkerExit> {
+    // Counted while the sandbox starts too, so that it keeps the host alive meanwhile.
+    this.#waiting++;
+    let child: ChildProcess;
+    try {
+      child = await this.#start();
+    } finally {
+      this.#waiting--;
+    }
+    const id = this.#nextId++;
+    return new Promise<WorkerExit>((resolve) => {
+      this.#runs.set(id, { port, resolve, child });
+      this.#hold();
+      port.on('message', (m: unknown) => this.#send(child, { t: 'to', id, m }));
+      let killer: NodeJS.Timeout | undefined;
+      const onTerminate = (): void => {
+        this.#send(child, { t: 'terminate', id });
+        // A worker stuck in a system call outlives terminate(): then its whole sandbox goes.
+        killer = setTimeout(() => child.kill('SIGKILL'), SANDBOX_KILL_MS);
+      };
+      if (terminate.aborted) onTerminate();
+      else terminate.addEventListener('abort', onTerminate, { once: true });
+      const done = this.#runs.get(id)!;
+      done.resolve = (exit) => {
+        clearTimeout(killer);
+        terminate.removeEventListener('abort', onTerminate);
+        resolve(exit);
+      };
+      this.#send(child, { t: 'run', id, task, memoryMb, env: { ...env }, readable: [...readable] });
+    });
+  }
+
+  /** The pid of the running sandbox process (`unshare`'s where namespaces are used), if any. */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  async destroy(): Promise<void> {
+    this.#destroyed = true;
+    const child = this.#child;
+    this.#child = null;
+    this.#ready = null;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      // An idle sandbox is unref'd: waiting for its exit must keep this process alive.
+      child.ref();
+      child.kill('SIGKILL');
+      await gone;
+    }
+  }
+
+  #send(child: ChildProcess, msg: ToSandbox): void {
+    if (child.connected) child.send(msg, (err) => void err);
+  }
+
+  /** The running sandbox, started if there is none. */
+  #start(): Promise<ChildProcess> {
+    if (this.#destroyed) return Promise.reject(new Error('the sandbox was destroyed'));
+    if (this.#child && this.#ready) {
+      const child = this.#child;
+      return this.#ready.then(() => child);
+    }
+    const [command, args] = sandboxCommand(this.#options);
+    const child = spawn(command, [...args, CHILD_ENTRY, JSON.stringify({ maxThreads: this.#options.maxThreads, reuse: this.#options.reuse })], {
+      // Nothing of the host: no variables, an empty folder, a process group of its own.
+      env: {},
+      cwd: mkdtempSync(join(tmpdir(), 'silo-sandbox-')),
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      serialization: 'advanced',
+      detached: true,
+    });
+    this.#child = child;
+    this.#hold();
+    this.#ready = new Promise<void>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (code, signal) => reject(new Error(`the sandbox process ended as it started (${signal ?? `exit code ${code}`})`)));
+      child.on('message', (msg: FromSandbox) => {
+        if (msg.t === 'ready') resolve();
+        else this.#fromChild(msg);
+      });
+    });
+    child.on('exit', (code, signal) => this.#died(child, signal ?? `exit code ${code}`));
+    const ready = this.#ready.then(() => child);
+    ready.catch(() => {});
+    return ready;
+  }
+
+  #fromChild(msg: FromSandbox): void {
+    if (msg.t === 'from') this.#runs.get(msg.id)?.port.postMessage(msg.m);
+    else if (msg.t === 'exit') this.#finish(msg.id, msg.exit);
+  }
+
+  #finish(id: number, exit: WorkerExit): void {
+    const run = this.#runs.get(id);
+    if (!run) return;
+    this.#runs.delete(id);
+    run.port.close();
+    this.#hold();
+    run.resolve(exit);
+  }
+
+  /** An idle sandbox does not keep the host's process alive; one with rollouts does. */
+  #hold(): void {
+    const child = this.#child;
+    if (!child) return;
+    const channel = child.channel as { ref?(): void; unref?(): void } | null | undefined;
+    if (this.#runs.size + this.#waiting > 0) {
+      child.ref();
+      channel?.ref?.();
+    } else {
+      child.unref();
+      channel?.unref?.();
+    }
+  }
+
+  /** The sandbox died: its rollouts end as crashed; the next rollout starts a new one. */
+  #died(child: ChildProcess, how: string): void {
+    if (this.#child === child) {
+      this.#child = null;
+      this.#ready = null;
+    }
+    for (const [id, run] of this.#runs) {
+      if (run.child === child) this.#finish(id, { kind: 'exited', message: `the sandbox process died (${how})` });
+    }
+  }
+}
+
+let namespaces: string[] | null | undefined;
+
+/** `unshare` and its arguments where user and pid namespaces work here; null where they do not. */
+function namespaceArgs(noNetwork: boolean): string[] | null {
+  if (namespaces === undefined) {
+    const probe = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child'];
+    const ok = spawnSync('unshare', [...probe, 'true'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
+    namespaces = ok ? probe : null;
+  }
+  if (namespaces === null) return null;
+  return noNetwork ? [...namespaces, '--net'] : namespaces;
+}
+
+let warned = false;
+
+function sandboxCommand(options: SandboxOptions): [string, string[]] {
+  const args = namespaceArgs(options.noNetwork === true);
+  if (args) return ['unshare', [...args, '--', process.execPath]];
+  if (!warned) {
+    warned = true;
+    (options.warn ?? ((m: string) => process.stderr.write(`silo: ${m}\n`)))(
+      "Linux namespaces are not available here (unshare --user --pid failed), so the sandbox process runs without them: an agent can still see and signal this machine's other processes; run Silo in a container for more",
+    );
+  }
+  if (options.noNetwork) throw new Error('--no-network needs Linux namespaces (unshare --net), which are not available here');
+  return [process.execPath, []];
+}

@@ -1,0 +1,35 @@
+/**
+ * Messages between the host and its sandbox process (over the child's IPC channel, structured
+ * clone). One rollout is one `id`: the host relays its port through `to`/`from`.
+ */
+import type { WorkerExit } from '../pool/pool.js';
+import type { WorkerTask } from '../protocol.js';
+
+/** What the host asks of the sandbox. */
+export type ToSandbox =
+  | {
+      t: 'run';
+      id: number;
+      task: Omit<WorkerTask, 'brand' | 'port' | 'exitAfter'>;
+      memoryMb: number;
+      env: Record<string, string>;
+      readable: string[];
+    }
+  /** A message for the rollout's worker (a tool result, an abort). */
+  | { t: 'to'; id: number; m: unknown }
+  /** The grace period is over: terminate the rollout's worker. */
+  | { t: 'terminate'; id: number };
+
+/** What the sandbox tells the host. */
+export type FromSandbox =
+  | { t: 'ready' }
+  /** A message from the rollout's worker (JSON text), in the order it was sent. */
+  | { t: 'from'; id: number; m: unknown }
+  /** The rollout's worker is gone; every `from` of it came before. */
+  | { t: 'exit'; id: number; exit: WorkerExit };
+
+/** Options the sandbox's own worker pool is made with (its first argument, as JSON). */
+export interface SandboxPoolOptions {
+  maxThreads?: number;
+  reuse?: boolean;
+}

@@ -1,0 +1,132 @@
+/**
+ * The sandbox process (--isolation process): agents that signal, abort or block their process
+ * end their rollout as crashed or timed out, graded and recorded, while the host (this test
+ * process) goes on and the next rollout gets a new sandbox.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runRollout } from '../../src/index.js';
+import type { Limits, RunResult } from '../../src/index.js';
+import { SandboxPool } from '../../src/sandbox/pool.js';
+import { readRunFiles, tempDir, testWorld } from '../helpers.js';
+import { runSilo } from '../cli/silo.js';
+
+const out = tempDir('silo-sandbox-test-');
+const sandbox = new SandboxPool();
+afterAll(async () => {
+  await sandbox.destroy();
+  out.remove();
+});
+
+const FAST: Partial<Limits> = { timeoutMs: 1500, graceMs: 300, memoryMb: 64 };
+const fixture = (name: string): string => fileURLToPath(new URL(`../../fixtures/agents/${name}`, import.meta.url));
+
+async function roll(agent: string, limits: Partial<Limits> = FAST): Promise<RunResult> {
+  const world = testWorld();
+  const result = await runRollout({ task: world.task, agent, outDir: out.dir, pool: sandbox, limits });
+  const files = readRunFiles(result.runDir);
+  expect(files.run.status).toBe(result.status);
+  expect(files.trace.at(-1)).toMatchObject({ type: 'run_finished' });
+  return result;
+}
+
+/** An ordinary agent still runs: a new sandbox took over if the last one died. */
+async function expectAlive(): Promise<void> {
+  const r = await roll(fixture('plain.js'));
+  expect(r.termination).toBe('returned');
+}
+
+describe('the sandbox process', () => {
+  it('runs agents with an empty working folder, and in a pid namespace of its own where Linux allows', async () => {
+    const r = await roll(fixture('where-am-i.mjs'));
+    const seen = JSON.parse(r.output!) as { cwd: string; pid: number; ppid: number };
+    expect(seen.cwd).toMatch(/silo-sandbox-/);
+    expect(seen.cwd).not.toBe(process.cwd());
+    // In its own pid namespace the sandbox is process 1 and sees no parent.
+    expect(seen.pid).toBe(1);
+    expect(seen.ppid).toBe(0);
+  });
+
+  it('survives an agent that SIGKILLs its own process (in a thread of the host, that is the host)', async () => {
+    const r = await roll(fixture('hostile/kills-host.ts'));
+    // As process 1 of its namespace the sandbox ignores the signal; without namespaces it dies.
+    if (r.termination === 'returned') expect(r.output).toBe('still here');
+    else expect(r.error?.message).toMatch(/the sandbox process died/);
+    expect(r.checks.length).toBeGreaterThan(0);
+    await expectAlive();
+  });
+
+  it('ends the rollouts of a sandbox that dies as crashed, graded, and starts a new one', async () => {
+    const rolling = roll(fixture('hangs.mjs'), { ...FAST, timeoutMs: 20_000 });
+    for (let i = 0; i < 100 && sandbox.pid === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    process.kill(sandbox.pid!, 'SIGKILL');
+    const r = await rolling;
+    expect(r.termination).toBe('crashed');
+    expect(r.error).toMatchObject({ code: 'crashed', message: expect.stringMatching(/the sandbox process died \(SIGKILL\)/) });
+    expect(r.checks.length).toBeGreaterThan(0);
+    await expectAlive();
+  });
+
+  it('survives an agent that signals its parent and every process it can see', async () => {
+    const r = await roll(fixture('hostile/kills-parent.ts'));
+    expect(['crashed', 'returned']).toContain(r.termination);
+    await expectAlive();
+  });
+
+  it('survives an agent whose allocation aborts its process', async () => {
+    const r = await roll(fixture('hostile/aborts-process.ts'), { ...FAST, timeoutMs: 20_000 });
+    expect(['crashed', 'out_of_memory']).toContain(r.termination);
+    await expectAlive();
+  }, 30_000);
+
+  it('kills a sandbox whose worker is stuck in a system call, so the rollout ends on time', async () => {
+    const home = tempDir('silo-fifo-agent-');
+    try {
+      mkdirSync(join(home.dir, 'agent'));
+      copyFileSync(fixture('hostile/reads-fifo.mjs'), join(home.dir, 'agent', 'agent.mjs'));
+      execFileSync('mkfifo', [join(home.dir, 'agent', 'fifo')]);
+      const started = Date.now();
+      const r = await roll(join(home.dir, 'agent', 'agent.mjs'));
+      expect(r.termination).toBe('timeout');
+      // 1.5 s limit, 0.3 s grace, then at most 5 s before the sandbox is killed: generous bound.
+      expect(Date.now() - started).toBeLessThan(20_000);
+      await expectAlive();
+    } finally {
+      home.remove();
+    }
+  }, 30_000);
+
+  it('does not keep an API user\'s process alive once its rollouts are done', async () => {
+    const script = `
+      import { loadTasks, runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
+      const [first] = await loadTasks([${JSON.stringify(fileURLToPath(new URL('../../fixtures/helpdesk/tasks.ts', import.meta.url)))}]);
+      const r = await runRollout({ task: first.task, agent: ${JSON.stringify(fixture('helpdesk-solver.ts'))}, outDir: ${JSON.stringify(out.dir)} });
+      console.log(r.status);`;
+    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 30_000 }, (err, stdout) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout }),
+      );
+    });
+    expect(code).toBe(0);
+    expect(stdout.trim()).toBe('passed');
+  }, 40_000);
+
+  it('is the default of silo run; --isolation thread keeps workers in the process; anything else is a usage error', async () => {
+    const args = ['run', 'fixtures/helpdesk/tasks.ts', '--task', 'helpdesk/close-ticket', '--agent', 'fixtures/agents/where-am-i.mjs', '--out', out.dir, '--json'];
+    const sandboxed = await runSilo(args);
+    const threaded = await runSilo([...args, '--isolation', 'thread']);
+    const cwdOf = (stdout: string): string => {
+      const [row] = JSON.parse(stdout) as { runDir: string }[];
+      return (JSON.parse(readRunFiles(row!.runDir).result.output!) as { cwd: string }).cwd;
+    };
+    expect(cwdOf(sandboxed.stdout)).toMatch(/silo-sandbox-/);
+    expect(cwdOf(threaded.stdout)).toBe(process.cwd());
+    const bad = await runSilo([...args, '--isolation', 'vm']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--isolation.*expected process or thread, got 'vm'/);
+  });
+});
