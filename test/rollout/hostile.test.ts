@@ -508,6 +508,21 @@ describe('single-use workers', () => {
   });
 });
 
+describe('built-ins patched by an agent', () => {
+  it('never reach a later rollout: its tool results and its own code run on untouched built-ins', async () => {
+    const pool = new AgentPool({ maxThreads: 1, minThreads: 1 });
+    try {
+      const patcher = await runRollout({ task: testWorld().task, agent: fileURLToPath(new URL('../../fixtures/agents/hostile/patches-builtins.mjs', import.meta.url)), outDir: out.dir, pool, limits: FAST });
+      expect(patcher.output).toBe('patched');
+      const world = testWorld({ instruction: 'record' });
+      const r = await runRollout({ task: world.task, agent: fileURLToPath(new URL('../../fixtures/agents/hostile/reports-result.mjs', import.meta.url)), outDir: out.dir, pool, limits: FAST });
+      expect(JSON.parse(r.output!)).toEqual({ result: { ok: true, value: { recorded: 1 } }, mapped: [2, 4] });
+    } finally {
+      await pool.destroy();
+    }
+  });
+});
+
 describe('after all of the above', () => {
   it('still runs an ordinary agent in a fresh worker', async () => {
     const world = testWorld();
