@@ -1,6 +1,7 @@
 // `npm run bench` (`npm run bench -- --json` for machines): Silo against baselines measured in
 // the same run, so the ratios mean the same on any machine.
-//   toolCall      a bare worker→host MessagePort JSON round trip vs Silo's callTool
+//   toolCall      a bare worker→host MessagePort JSON round trip vs Silo's callTool (threads; and
+//                 through the sandbox process, the default isolation)
 //   rollout       a bare Worker start+exit vs a whole Silo rollout of a trivial agent (and reuse mode)
 //   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured wall
 //   worldScaling  worlds of ~10 KB, 1 MB, 10 MB where the agent changes two records: one
@@ -9,12 +10,13 @@
 //                 change records on each world (it should not grow with the world)
 // Benchmarks print numbers; tests never assert timings.
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
 import { AgentPool } from '../dist/src/pool/pool.js';
+import { SandboxPool } from '../dist/src/sandbox/pool.js';
 import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.js';
 import { bindTools } from '../dist/src/rollout/tools.js';
 
@@ -63,6 +65,33 @@ async function bareWorkerStart() {
   return performance.now() - t;
 }
 
+/** Resident memory of this process and all its descendants, bytes (Linux /proc). */
+function treeRss() {
+  const parent = new Map();
+  const rss = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(entry), Number(fields[1]));
+      rss.set(Number(entry), Number(fields[21]) * 4096);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0;
+  for (const [pid, bytes] of rss) {
+    for (let p = pid; p > 1; p = parent.get(p) ?? 0) {
+      if (p === process.pid) {
+        total += bytes;
+        break;
+      }
+    }
+  }
+  return total;
+}
+
 const byId = async (file) => new Map((await loadTasks([file])).map((t) => [t.task.id, t.task]));
 const bench = await byId('fixtures/bench/tasks.mjs');
 
@@ -71,13 +100,20 @@ log('toolCall …');
 const CALLS = 1000;
 const bareRttUs = median([await bareRoundTrip(CALLS), await bareRoundTrip(CALLS), await bareRoundTrip(CALLS)]);
 const pool = new AgentPool({ maxThreads: 4 });
-const callSamples = [];
-for (let i = 0; i < 5; i++) {
-  const r = await runRollout({ task: bench.get('bench/calls-1000'), agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool, seed: 1 });
-  if (r.status !== 'passed') throw new Error(`bench rollout failed: ${JSON.stringify(r)}`);
-  const run = JSON.parse(readFileSync(join(r.runDir, 'run.json'), 'utf8'));
-  callSamples.push(((run.agentTimeMs + run.toolTimeMs) / CALLS) * 1000);
-}
+// The same through the sandbox process (the default isolation): every message crosses IPC too.
+const sandbox = new SandboxPool({ maxThreads: 4 });
+const perCall = async (runner) => {
+  const samples = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await runRollout({ task: bench.get('bench/calls-1000'), agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool: runner, seed: 1 });
+    if (r.status !== 'passed') throw new Error(`bench rollout failed: ${JSON.stringify(r)}`);
+    const run = JSON.parse(readFileSync(join(r.runDir, 'run.json'), 'utf8'));
+    samples.push(((run.agentTimeMs + run.toolTimeMs) / CALLS) * 1000);
+  }
+  return samples;
+};
+const callSamples = await perCall(pool);
+const sandboxCallUs = median(await perCall(sandbox));
 const siloUs = median(callSamples);
 
 // rollout
@@ -97,6 +133,9 @@ const timeRollouts = async (n, usePool) => {
 };
 const isolatedMs = await timeRollouts(40, pool);
 await pool.destroy();
+await timeRollouts(3, sandbox);
+const sandboxMs = await timeRollouts(40, sandbox);
+await sandbox.destroy();
 const reusePool = new AgentPool({ maxThreads: 1, reuse: true });
 await timeRollouts(5, reusePool);
 const reuseMs = await timeRollouts(40, reusePool);
@@ -105,8 +144,9 @@ await reusePool.destroy();
 // concurrency
 log('concurrency (256 rollouts × 5 × 200 ms) …');
 const ROLLOUTS = 256;
-let peakRss = process.memoryUsage().rss;
-const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
+// The host and every process under it (the sandbox process holds the workers now).
+let peakRss = treeRss();
+const sampler = setInterval(() => (peakRss = Math.max(peakRss, treeRss())), 20);
 const tc = performance.now();
 const summary = await runEval({
   paths: ['fixtures/bench/tasks.mjs'],
@@ -224,8 +264,14 @@ rmSync(out, { recursive: true, force: true });
 
 const result = {
   node: process.versions.node,
-  toolCall: { bareRttUs: round(bareRttUs, 1), siloUs: round(siloUs, 1), ratio: round(siloUs / bareRttUs, 2) },
-  rollout: { bareWorkerMs: round(bareWorkerMs, 2), isolatedMs: round(isolatedMs, 2), ratio: round(isolatedMs / bareWorkerMs, 2), reuseMs: round(reuseMs, 2) },
+  toolCall: { bareRttUs: round(bareRttUs, 1), siloUs: round(siloUs, 1), ratio: round(siloUs / bareRttUs, 2), sandboxUs: round(sandboxCallUs, 1) },
+  rollout: {
+    bareWorkerMs: round(bareWorkerMs, 2),
+    isolatedMs: round(isolatedMs, 2),
+    ratio: round(isolatedMs / bareWorkerMs, 2),
+    reuseMs: round(reuseMs, 2),
+    sandboxMs: round(sandboxMs, 2),
+  },
   concurrency: {
     rollouts: ROLLOUTS,
     idealMs,
@@ -244,8 +290,8 @@ if (json) {
 } else {
   const r = result;
   console.log(`Silo bench · node ${r.node} · ${new Date().toISOString()}\n`);
-  console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5)`);
-  console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2)`);
+  console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5) · through the sandbox process ${r.toolCall.sandboxUs} µs`);
+  console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms`);
   console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
   for (const w of r.worldScaling) {
     console.log(`world ${String(Math.round(w.worldBytes / 1000)).padStart(6)} KB  structuredClone ${w.cloneMs} ms · Silo host work ${w.hostMs} ms · ratio ${w.ratio} · one call with its changes ${w.callWithChangesUs} µs`);

@@ -5,6 +5,8 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -99,6 +101,25 @@ describe('the sandbox process', () => {
       home.remove();
     }
   }, 30_000);
+
+  it('gives agents the network by default, and none with noNetwork (a network namespace of their own)', async () => {
+    const server = createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const offline = new SandboxPool({ noNetwork: true });
+    try {
+      const world = (): ReturnType<typeof testWorld> => testWorld({ instruction: url });
+      const agent = fixture('hostile/phones-home.mjs');
+      const open = await runRollout({ task: world().task, agent, outDir: out.dir, pool: sandbox, limits: { ...FAST, timeoutMs: 10_000 } });
+      expect(open.output).toBe('reached');
+      const closed = await runRollout({ task: world().task, agent, outDir: out.dir, pool: offline, limits: { ...FAST, timeoutMs: 10_000 } });
+      expect(closed.output).not.toBe('reached');
+      expect(closed.output).toMatch(/^E[A-Z]+|TimeoutError/);
+    } finally {
+      await offline.destroy();
+      server.close();
+    }
+  });
 
   it('does not keep an API user\'s process alive once its rollouts are done', async () => {
     const script = `
