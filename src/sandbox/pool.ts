@@ -20,6 +20,8 @@ import type { WorkerTask } from '../protocol.js';
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
 
 const CHILD_ENTRY = join(PACKAGE_ROOT, 'dist', 'src', 'sandbox', 'child.js');
+/** The tail of the sandbox's stderr kept to say why it died, characters. */
+const STDERR_KEPT = 4_096;
 
 /** Options of a sandbox. */
 export interface SandboxOptions extends SandboxPoolOptions {
@@ -44,6 +46,7 @@ export class SandboxPool implements AgentRunner {
   #nextId = 1;
   #waiting = 0;
   #destroyed = false;
+  readonly #stderr = new WeakMap<ChildProcess, () => string>();
 
   constructor(options: SandboxOptions = {}) {
     this.#options = options;
@@ -123,11 +126,17 @@ export class SandboxPool implements AgentRunner {
       // Nothing of the host: no variables, an empty folder, a process group of its own.
       env: {},
       cwd: mkdtempSync(join(tmpdir(), 'silo-sandbox-')),
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      // Its stderr is kept, not shown: what V8 prints as it aborts names why the sandbox died.
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'advanced',
       detached: true,
     });
     this.#child = child;
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-STDERR_KEPT);
+    });
+    this.#stderr.set(child, () => stderr);
     this.#hold();
     this.#ready = new Promise<void>((resolve, reject) => {
       child.once('error', reject);
@@ -162,12 +171,15 @@ export class SandboxPool implements AgentRunner {
     const child = this.#child;
     if (!child) return;
     const channel = child.channel as { ref?(): void; unref?(): void } | null | undefined;
+    const stderr = child.stderr as { ref?(): void; unref?(): void } | null;
     if (this.#runs.size + this.#waiting > 0) {
       child.ref();
       channel?.ref?.();
+      stderr?.ref?.();
     } else {
       child.unref();
       channel?.unref?.();
+      stderr?.unref?.();
     }
   }
 
@@ -177,8 +189,10 @@ export class SandboxPool implements AgentRunner {
       this.#child = null;
       this.#ready = null;
     }
+    const fatal = /^.*(FATAL ERROR|Fatal error|Abort).*$/m.exec(this.#stderr.get(child)?.() ?? '')?.[0]?.trim();
+    const message = `the sandbox process died (${how})${fatal ? `: ${fatal.slice(0, 300)}` : ''}`;
     for (const [id, run] of this.#runs) {
-      if (run.child === child) this.#finish(id, { kind: 'exited', message: `the sandbox process died (${how})` });
+      if (run.child === child) this.#finish(id, { kind: 'exited', message });
     }
   }
 }
@@ -188,7 +202,8 @@ let namespaces: string[] | null | undefined;
 /** `unshare` and its arguments where user and pid namespaces work here; null where they do not. */
 function namespaceArgs(noNetwork: boolean): string[] | null {
   if (namespaces === undefined) {
-    const probe = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child'];
+    // --mount-proc: /proc shows the sandbox's own processes only.
+    const probe = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', '--mount-proc'];
     const ok = spawnSync('unshare', [...probe, 'true'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
     namespaces = ok ? probe : null;
   }

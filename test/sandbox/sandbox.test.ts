@@ -79,11 +79,14 @@ describe('the sandbox process', () => {
     await expectAlive();
   });
 
-  it('survives an agent whose allocation aborts its process', async () => {
-    const r = await roll(fixture('hostile/aborts-process.ts'), { ...FAST, timeoutMs: 20_000 });
-    expect(['crashed', 'out_of_memory']).toContain(r.termination);
-    await expectAlive();
-  }, 30_000);
+  it('survives agents whose allocations abort their process (one ever-growing array, one Map)', async () => {
+    for (const agent of ['hostile/aborts-process.ts', 'hostile/fills-map.ts']) {
+      const r = await roll(fixture(agent), { ...FAST, timeoutMs: 20_000 });
+      expect(['crashed', 'out_of_memory'], agent).toContain(r.termination);
+      expect(r.checks.length).toBeGreaterThan(0);
+      await expectAlive();
+    }
+  }, 60_000);
 
   it('kills a sandbox whose worker is stuck in a system call, so the rollout ends on time', async () => {
     const home = tempDir('silo-fifo-agent-');
