@@ -29,6 +29,8 @@ export interface SandboxOptions extends SandboxPoolOptions {
   noNetwork?: boolean;
   /** Told once when Linux namespaces are not available here. Default: a line on stderr. */
   warn?: (message: string) => void;
+  /** Use Linux namespaces: `auto` (default) where `unshare` works, or never. */
+  namespaces?: 'auto' | 'never';
 }
 
 interface Run {
@@ -214,12 +216,12 @@ function namespaceArgs(noNetwork: boolean): string[] | null {
 let warned = false;
 
 function sandboxCommand(options: SandboxOptions): [string, string[]] {
-  const args = namespaceArgs(options.noNetwork === true);
+  const args = options.namespaces === 'never' ? null : namespaceArgs(options.noNetwork === true);
   if (args) return ['unshare', [...args, '--', process.execPath]];
-  if (!warned) {
+  if (!warned || options.warn) {
     warned = true;
     (options.warn ?? ((m: string) => process.stderr.write(`silo: ${m}\n`)))(
-      "Linux namespaces are not available here (unshare --user --pid failed), so the sandbox process runs without them: an agent can still see and signal this machine's other processes; run Silo in a container for more",
+      `Linux namespaces are not available here (${options.namespaces === 'never' ? 'turned off' : 'unshare --user --pid failed'}), so the sandbox process runs without them: an agent can still see and signal this machine's other processes; run Silo in a container for more`,
     );
   }
   if (options.noNetwork) throw new Error('--no-network needs Linux namespaces (unshare --net), which are not available here');

@@ -124,6 +124,23 @@ describe('the sandbox process', () => {
     }
   });
 
+  it('says once, clearly, when it runs without namespaces, and still runs agents', async () => {
+    const said: string[] = [];
+    const plain = new SandboxPool({ namespaces: 'never', warn: (m) => said.push(m) });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const r = await runRollout({ task: testWorld().task, agent: fixture('where-am-i.mjs'), outDir: out.dir, pool: plain, limits: FAST });
+        const seen = JSON.parse(r.output!) as { cwd: string; pid: number };
+        expect(seen.cwd).toMatch(/silo-sandbox-/);
+        expect(seen.pid).not.toBe(1);
+      }
+      expect(said).toHaveLength(1);
+      expect(said[0]).toMatch(/Linux namespaces are not available here .* runs without them/);
+    } finally {
+      await plain.destroy();
+    }
+  });
+
   it('does not keep an API user\'s process alive once its rollouts are done', async () => {
     const script = `
       import { loadTasks, runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
