@@ -6,7 +6,7 @@
  * (and no longer pay ~100 ms to register a TypeScript loader).
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { SiloError } from '../errors.js';
@@ -47,6 +47,8 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
       format: 'esm',
       platform: 'node',
       target: `node${process.versions.node.split('.')[0]}`,
+      // require() (import x = require('pkg'), CommonJS code bundled in) works in the ES module too.
+      banner: { js: "import { createRequire as __siloCreateRequire } from 'node:module'; const require = __siloCreateRequire(import.meta.url);" },
       logLevel: 'silent',
       plugins: [
         {
@@ -57,6 +59,9 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
               if (args.pluginData === 'silo-inner' || args.kind === 'entry-point') return undefined;
               const found = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: 'silo-inner' });
               if (found.errors.length > 0 || found.external || !found.path) return undefined;
+              // A bare name that resolves to the agent's own files (tsconfig paths, a workspace
+              // package linked in) is bundled like a relative import.
+              if (!found.path.includes(`${sep}node_modules${sep}`)) return undefined;
               packages.add(packageFolder(found.path));
               return { path: found.path, external: true };
             });
@@ -72,7 +77,12 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
   }
   const code = result.outputFiles?.[0]?.text ?? '';
   const dir = join(tmpdir(), `silo-agents-${process.getuid?.() ?? 'user'}`);
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // Another user of this machine must not have made (or be able to write) the folder agents load from.
+  const folder = lstatSync(dir);
+  if (!folder.isDirectory() || (process.getuid && folder.uid !== process.getuid()) || (folder.mode & 0o022) !== 0) {
+    throw new SiloError('SILO_AGENT_LOAD_FAILED', `${dir} (where compiled agents are kept) is not a private folder of this user; remove it or set TMPDIR elsewhere`);
+  }
   const name = createHash('sha256').update(key).update(code).digest('hex').slice(0, 24);
   const file = join(dir, `${name}.mjs`);
   const tmp = `${file}.${process.pid}.tmp`;
@@ -101,7 +111,56 @@ export interface PreparedAgent {
 
 /** Compiles a TypeScript agent and works out its worker's read permissions. */
 export async function prepareAgent(agentPath: string): Promise<PreparedAgent> {
+  refuseEscapingLinks(dirname(agentPath));
   if (!isTypeScript(agentPath)) return { modulePath: agentPath, readable: readableFor(agentPath) };
   const { file, packages } = await compileAgent(agentPath);
   return { modulePath: file, readable: readableFor(agentPath, [file, ...packages.map((p) => `${p}${sep}*`)]) };
+}
+
+/** Entries of an agent's folder looked at for links, at most. */
+const LINK_SCAN_LIMIT = 20_000;
+
+/**
+ * Node's permission model checks paths, not where symlinks lead: a link in the agent's folder to
+ * the task files would let the agent read them. An agent whose folder (outside node_modules and
+ * .git) holds a link leading out of it is refused.
+ */
+function refuseEscapingLinks(folder: string): void {
+  let root: string;
+  try {
+    root = realpathSync(folder);
+  } catch {
+    return; // the agent's load reports a missing folder
+  }
+  const pending = [folder];
+  let seen = 0;
+  while (pending.length > 0 && seen < LINK_SCAN_LIMIT) {
+    const dir = pending.pop()!;
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      seen++;
+      if (entry.name === 'node_modules' || entry.name === '.git') continue;
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) pending.push(path);
+      else if (entry.isSymbolicLink()) {
+        let target: string;
+        try {
+          target = realpathSync(path);
+        } catch {
+          continue; // a dangling link leads nowhere
+        }
+        if (target !== root && !target.startsWith(`${root}${sep}`)) {
+          throw new SiloError(
+            'SILO_AGENT_LOAD_FAILED',
+            `the agent's folder holds a link that leads out of it (${path} -> ${target}); its worker could read through it (the permission model does not follow links): remove the link or keep the agent elsewhere`,
+          );
+        }
+      }
+    }
+  }
 }

@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { HostChannel, type DoneMessage } from '../pool/channel.js';
-import type { AgentRunner } from '../pool/pool.js';
+import type { AgentRunner, WorkerExit } from '../pool/pool.js';
 import { prepareAgent, type PreparedAgent } from '../pool/compile.js';
 import type { Guard } from '../pool/permissions.js';
 import { describeError, SiloError } from '../errors.js';
@@ -156,7 +156,8 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     terminate.signal,
     opts.env ?? {},
     prepared.readable,
-  );
+    // A runner that cannot start the worker (a sandbox that failed to start) is a worker gone.
+  ).catch((err: unknown): WorkerExit => ({ kind: 'exited', message: `the agent's worker could not start: ${describeError(err)}` }));
 
   // Either the completion arrives, or the worker goes away first. In the second case, wait for
   // the port to drain and close: messages sent before the exit are still delivered.

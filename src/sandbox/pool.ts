@@ -9,7 +9,7 @@
  * worker that does not end after its grace period gets its whole sandbox killed (SIGKILL).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
@@ -141,7 +141,14 @@ export class SandboxPool implements AgentRunner {
     this.#stderr.set(child, () => stderr);
     this.#hold();
     this.#ready = new Promise<void>((resolve, reject) => {
-      child.once('error', reject);
+      child.once('error', (err) => {
+        // A failed start (EAGAIN, EMFILE ...) must not stick: the next rollout tries again.
+        if (this.#child === child) {
+          this.#child = null;
+          this.#ready = null;
+        }
+        reject(err);
+      });
       child.once('exit', (code, signal) => reject(new Error(`the sandbox process ended as it started (${signal ?? `exit code ${code}`})`)));
       child.on('message', (msg: FromSandbox) => {
         if (msg.t === 'ready') resolve();
@@ -201,23 +208,57 @@ export class SandboxPool implements AgentRunner {
 
 let namespaces: string[] | null | undefined;
 
+/** The absolute path of a program on the host's PATH (the sandbox starts with no PATH of its own). */
+function which(program: string): string | null {
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
+    const path = join(dir || '.', program);
+    try {
+      accessSync(path, constants.X_OK);
+      return path;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
 /** `unshare` and its arguments where user and pid namespaces work here; null where they do not. */
 function namespaceArgs(noNetwork: boolean): string[] | null {
   if (namespaces === undefined) {
+    const unshare = which('unshare');
     // --mount-proc: /proc shows the sandbox's own processes only.
     const probe = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', '--mount-proc'];
-    const ok = spawnSync('unshare', [...probe, 'true'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
-    namespaces = ok ? probe : null;
+    const ok = unshare !== null && spawnSync(unshare, [...probe, 'true'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
+    namespaces = ok ? [unshare!, ...probe] : null;
   }
   if (namespaces === null) return null;
   return noNetwork ? [...namespaces, '--net'] : namespaces;
 }
 
+/**
+ * `setpriv --pdeathsig KILL`: the kernel kills the sandbox when the host dies, even a host killed
+ * with SIGKILL and a sandbox whose threads are stuck in system calls. Null where it is missing.
+ */
+let pdeath: string[] | null | undefined;
+function deathSignal(): string[] | null {
+  if (pdeath === undefined) {
+    const setpriv = which('setpriv');
+    pdeath = setpriv && spawnSync(setpriv, ['--pdeathsig', 'KILL', 'true'], { stdio: 'ignore', timeout: 5_000 }).status === 0 ? [setpriv, '--pdeathsig', 'KILL', '--'] : null;
+  }
+  return pdeath;
+}
+
 let warned = false;
 
 function sandboxCommand(options: SandboxOptions): [string, string[]] {
+  const [command, ...args] = [...(deathSignal() ?? []), ...sandboxArgs(options), process.execPath];
+  return [command!, args];
+}
+
+/** The namespace part of the sandbox's command line (empty without namespaces). */
+function sandboxArgs(options: SandboxOptions): string[] {
   const args = options.namespaces === 'never' ? null : namespaceArgs(options.noNetwork === true);
-  if (args) return ['unshare', [...args, '--', process.execPath]];
+  if (args) return [...args, '--'];
   if (!warned || options.warn) {
     warned = true;
     (options.warn ?? ((m: string) => process.stderr.write(`silo: ${m}\n`)))(
@@ -225,5 +266,5 @@ function sandboxCommand(options: SandboxOptions): [string, string[]] {
     );
   }
   if (options.noNetwork) throw new Error('--no-network needs Linux namespaces (unshare --net), which are not available here');
-  return [process.execPath, []];
+  return [];
 }

@@ -4,7 +4,7 @@
  * finishing proves it), every artifact is written and parses, the world is graded where the
  * contract says so, and the termination names what happened.
  */
-import { copyFileSync, existsSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -340,6 +340,20 @@ describe("the agent's surroundings", () => {
     });
     expect(statSync(out.dir).isDirectory()).toBe(true);
     expect(existsSync(join(out.dir, 'forged.json'))).toBe(false);
+  });
+
+  it('refuses an agent whose folder holds a link leading out of it (the permission model does not follow links)', async () => {
+    const home = tempDir('silo-agent-link-');
+    try {
+      mkdirSync(join(home.dir, 'agent'));
+      copyFileSync(fileURLToPath(new URL('../../fixtures/agents/plain.js', import.meta.url)), join(home.dir, 'agent', 'agent.mjs'));
+      symlinkSync(fileURLToPath(new URL('../../fixtures/helpdesk', import.meta.url)), join(home.dir, 'agent', 'answers'));
+      const r = await runRollout({ task: testWorld().task, agent: join(home.dir, 'agent', 'agent.mjs'), outDir: out.dir, limits: FAST });
+      expect(r.termination).toBe('load_error');
+      expect(r.error?.message).toMatch(/holds a link that leads out of it \(.*answers -> .*fixtures\/helpdesk\)/);
+    } finally {
+      home.remove();
+    }
   });
 
   it('refuses to run an agent whose folder holds the task file or the artifacts, saying why', async () => {

@@ -3,8 +3,8 @@
  * end their rollout as crashed or timed out, graded and recorded, while the host (this test
  * process) goes on and the next rollout gets a new sandbox.
  */
-import { execFile, execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -70,6 +70,20 @@ describe('the sandbox process', () => {
     expect(r.termination).toBe('crashed');
     expect(r.error).toMatchObject({ code: 'crashed', message: expect.stringMatching(/the sandbox process died \(SIGKILL\)/) });
     expect(r.checks.length).toBeGreaterThan(0);
+    await expectAlive();
+  });
+
+  it('keeps the inspector of the sandbox closed to an agent that sends it SIGUSR1', async () => {
+    const r = await roll(fixture('hostile/opens-inspector.mjs'), { ...FAST, timeoutMs: 10_000 });
+    expect(r.termination).toBe('returned');
+    expect(r.output).not.toBe('open');
+    await expectAlive();
+  });
+
+  it('drops what an agent posts on its port that cannot cross to the host, and goes on', async () => {
+    const r = await roll(fixture('hostile/posts-shared-memory.mjs'));
+    expect(r.termination).toBe('returned');
+    expect(r.output).toBe('survived');
     await expectAlive();
   });
 
@@ -140,6 +154,43 @@ describe('the sandbox process', () => {
       await plain.destroy();
     }
   });
+
+  it('dies with the host, even a host killed with SIGKILL while a worker is stuck in a system call', async () => {
+    const home = tempDir('silo-orphan-');
+    try {
+      mkdirSync(join(home.dir, 'agent'));
+      copyFileSync(fixture('hostile/reads-fifo.mjs'), join(home.dir, 'agent', 'agent.mjs'));
+      execFileSync('mkfifo', [join(home.dir, 'agent', 'fifo')]);
+      const script = `
+        import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
+        import { SandboxPool } from ${JSON.stringify(new URL('../../dist/src/sandbox/pool.js', import.meta.url).href)};
+        const pool = new SandboxPool();
+        const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
+        const rolling = runRollout({ task, agent: ${JSON.stringify(join(home.dir, 'agent', 'agent.mjs'))}, outDir: ${JSON.stringify(join(home.dir, 'out'))}, pool, limits: { timeoutMs: 60000 } });
+        setTimeout(() => console.log(pool.pid), 1500);
+        await rolling;`;
+      const host = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const pid = Number(await new Promise<string>((resolve) => host.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()))));
+      const descendants = (root: number): number[] => {
+        const kids = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number).filter((p) => {
+          try {
+            return Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === root;
+          } catch {
+            return false;
+          }
+        });
+        return [root, ...kids.flatMap(descendants)];
+      };
+      const sandboxed = descendants(pid);
+      expect(sandboxed.length).toBeGreaterThanOrEqual(2); // unshare and the sandbox's node
+      host.kill('SIGKILL');
+      const alive = (): number[] => sandboxed.filter((p) => existsSync(`/proc/${p}`) && !readFileSync(`/proc/${p}/stat`, 'utf8').includes(') Z '));
+      for (let i = 0; i < 100 && alive().length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(alive()).toEqual([]);
+    } finally {
+      home.remove();
+    }
+  }, 30_000);
 
   it('does not keep an API user\'s process alive once its rollouts are done', async () => {
     const script = `
