@@ -87,6 +87,14 @@ describe('the sandbox process', () => {
     await expectAlive();
   });
 
+  it('ends a rollout whose sandbox cannot start as crashed, and does not hang on its port', async () => {
+    const gone = new SandboxPool();
+    await gone.destroy();
+    const r = await runRollout({ task: testWorld().task, agent: fixture('plain.js'), outDir: out.dir, pool: gone, limits: FAST });
+    expect(r.termination).toBe('crashed');
+    expect(r.error?.message).toMatch(/could not start: .*destroyed/);
+  });
+
   it('survives an agent that signals its parent and every process it can see', async () => {
     const r = await roll(fixture('hostile/kills-parent.ts'));
     expect(['crashed', 'returned']).toContain(r.termination);
