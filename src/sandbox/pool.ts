@@ -9,7 +9,7 @@
  * worker that does not end after its grace period gets its whole sandbox killed (SIGKILL).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
@@ -89,6 +89,11 @@ export class SandboxPool implements AgentRunner {
         terminate.removeEventListener('abort', onTerminate);
         resolve(exit);
       };
+      // The sandbox may have died between starting and now: then there is nobody to run it.
+      if (child.exitCode !== null || child.signalCode !== null || !child.connected) {
+        this.#finish(id, { kind: 'exited', message: 'the sandbox process died before the rollout reached it' });
+        return;
+      }
       this.#send(child, { t: 'run', id, task, memoryMb, env: { ...env }, readable: [...readable] });
     });
   }
@@ -124,10 +129,11 @@ export class SandboxPool implements AgentRunner {
       return this.#ready.then(() => child);
     }
     const [command, args] = sandboxCommand(this.#options);
+    const cwd = mkdtempSync(join(tmpdir(), 'silo-sandbox-'));
     const child = spawn(command, [...args, CHILD_ENTRY, JSON.stringify({ maxThreads: this.#options.maxThreads, reuse: this.#options.reuse })], {
       // Nothing of the host: no variables, an empty folder, a process group of its own.
       env: {},
-      cwd: mkdtempSync(join(tmpdir(), 'silo-sandbox-')),
+      cwd,
       // Its stderr is kept, not shown: what V8 prints as it aborts names why the sandbox died.
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'advanced',
@@ -155,7 +161,10 @@ export class SandboxPool implements AgentRunner {
         else this.#fromChild(msg);
       });
     });
-    child.on('exit', (code, signal) => this.#died(child, signal ?? `exit code ${code}`));
+    child.on('exit', (code, signal) => {
+      rmSync(cwd, { recursive: true, force: true });
+      this.#died(child, signal ?? `exit code ${code}`);
+    });
     const ready = this.#ready.then(() => child);
     ready.catch(() => {});
     return ready;
