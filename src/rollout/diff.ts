@@ -9,6 +9,7 @@
  * change is recorded.
  */
 import deepDiff from 'deep-diff';
+import { isPlainObject } from './plain.js';
 import { setData, unwrapProxy } from './proxies.js';
 
 /** A deep-diff change record. */
@@ -94,7 +95,7 @@ export function materialize(input: unknown, before: ReadonlyMap<object, object>,
     memo.set(value, array);
     for (let i = 0; i < source.length; i++) if (i in source) array[i] = materialize(source[i], before, memo);
     copy = array;
-  } else if (typeOf(source) !== 'object' || !isPlain(source)) {
+  } else if (typeOf(source) !== 'object' || !isPlainObject(source)) {
     try {
       copy = structuredClone(source);
     } catch {
@@ -108,11 +109,6 @@ export function materialize(input: unknown, before: ReadonlyMap<object, object>,
     copy = object;
   }
   return copy;
-}
-
-function isPlain(value: object): boolean {
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 /** Applies changes to a deep copy of `initial`, giving the final world. */

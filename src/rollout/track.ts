@@ -97,12 +97,6 @@ export class WriteTracker<State extends object = object> {
     return materialize(this.#root, this.#original) as State;
   }
 
-  /** The raw object behind a proxy handed to a tool (the value itself otherwise). */
-  unwrap<T>(value: T): T {
-    if (typeof value !== 'object' || value === null) return value;
-    return (proxyTargets.get(value) as T | undefined) ?? value;
-  }
-
   #proxy(target: object): object {
     let proxy = this.#proxies.get(target);
     if (proxy === undefined) {
