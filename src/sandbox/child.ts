@@ -1,27 +1,52 @@
 /**
  * The sandbox process: a clean environment, an empty working folder and, where Linux allows, its
  * own user and pid namespaces (see pool.ts). It runs the agent workers on a pool of its own and
- * relays each rollout's port to the host, which keeps the world, the tools and the artifacts. If
- * the host goes away, so does the sandbox.
+ * relays each rollout's port to the host, which keeps the world, the tools and the artifacts, over
+ * a sealed link (link.ts) on descriptor 3. If the host goes away, so does the sandbox.
  */
+import { Socket } from 'node:net';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { AgentPool } from '../pool/pool.js';
 import { MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
+import { FrameReader, FrameWriter, KEY_BYTES, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
 
+/** The link is broken (bytes missing or not from the host): nothing here can be trusted to go on. */
+function broken(reason: string): never {
+  process.stderr.write(`silo sandbox: the link to the host broke (${reason})\n`);
+  process.exit(70);
+}
+
+const link = new Socket({ fd: 3, readable: true, writable: true });
+let writer: FrameWriter | null = null;
+let reader: FrameReader | null = null;
+/** The key comes first on the link, before any agent runs (there is none yet to read it). */
+let keyBytes = Buffer.alloc(0);
+link.on('data', (chunk: Buffer) => {
+  if (reader) return reader.push(chunk);
+  keyBytes = Buffer.concat([keyBytes, chunk]);
+  if (keyBytes.length < KEY_BYTES) return;
+  const key = keyBytes.subarray(0, KEY_BYTES);
+  writer = new FrameWriter(link, key, TO_HOST);
+  reader = new FrameReader(key, TO_SANDBOX, () => 2 ** 32 - 1, receive, broken);
+  send({ t: 'ready' });
+  if (keyBytes.length > KEY_BYTES) reader.push(keyBytes.subarray(KEY_BYTES));
+  keyBytes = Buffer.alloc(0);
+});
+// The host is gone (or closed the link): nothing here may outlive it.
+link.on('close', () => process.exit(0));
+link.on('error', () => process.exit(0));
+
 const send = (msg: FromSandbox): void => {
-  try {
-    process.send?.(msg, (err: Error | null) => void err);
-  } catch {
-    // the channel is gone: the host is leaving, and so does this process (see 'disconnect')
-  }
+  if (msg.t === 'from' && typeof msg.m === 'string') writer?.text(msg.id, msg.m);
+  else writer?.message(msg);
 };
 
 // SIGUSR1 would open the inspector on this process's main thread, which has no permission
 // model: any agent could signal it and take the sandbox over. A listener keeps it closed.
 process.on('SIGUSR1', () => {});
 // Neither does a signal end the sandbox on an agent's word (SIGTERM, SIGINT, SIGHUP): only the
-// host, which kills it with SIGKILL, or its own IPC channel closing.
+// host, which kills it with SIGKILL, or its link to the host closing.
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => {});
 
 /** What the sandbox relays for one rollout at most, characters; past it, messages are dropped. */
@@ -31,14 +56,16 @@ const options = JSON.parse(process.argv[2] ?? '{}') as SandboxPoolOptions;
 const pool = new AgentPool(options);
 const runs = new Map<number, { port: MessagePort; terminate: AbortController }>();
 
-process.on('message', (msg: ToSandbox) => {
+function receive(frame: Incoming): void {
+  if (frame.kind === 'to') {
+    runs.get(frame.id)?.port.postMessage(frame.message);
+    return;
+  }
+  if (frame.kind !== 'message') return;
+  const msg = frame.message as ToSandbox;
   if (msg.t === 'run') start(msg);
-  else if (msg.t === 'to') runs.get(msg.id)?.port.postMessage(msg.m);
   else if (msg.t === 'terminate') runs.get(msg.id)?.terminate.abort('the grace period is over');
-});
-// The host is gone (or closed the channel): nothing here may outlive it.
-process.on('disconnect', () => process.exit(0));
-send({ t: 'ready' });
+}
 
 function start({ id, task, memoryMb, env, readable }: Extract<ToSandbox, { t: 'run' }>): void {
   const { port1, port2 } = new MessageChannel();

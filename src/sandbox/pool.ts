@@ -4,24 +4,30 @@
  * The child starts with an empty environment and an empty working folder, inside new user and pid
  * namespaces where Linux allows (an agent then cannot even see the host's process), and a new
  * network namespace (no network) if asked. The host relays each rollout's port over the child's
- * IPC channel and keeps the world, the tools and the artifacts. A child that dies ends its
+ * sealed link (link.ts) and keeps the world, the tools and the artifacts. A child that dies ends its
  * rollouts as crashed (their worlds are still graded); the next rollout starts a new one. A
  * worker that does not end after its grace period gets its whole sandbox killed (SIGKILL).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MessagePort } from 'node:worker_threads';
 import { PACKAGE_ROOT } from '../paths.js';
-import { SANDBOX_KILL_MS } from '../options.js';
+import { MESSAGE_ENVELOPE_BYTES, SANDBOX_KILL_MS } from '../options.js';
 import type { AgentRunner, WorkerExit } from '../pool/pool.js';
 import type { WorkerTask } from '../protocol.js';
+import { FrameReader, FrameWriter, newKey, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
 
 const CHILD_ENTRY = join(PACKAGE_ROOT, 'dist', 'src', 'sandbox', 'child.js');
 /** The tail of the sandbox's stderr kept to say why it died, characters. */
 const STDERR_KEPT = 4_096;
+/** How often the host pings a sandbox that has rollouts (a frame an agent took is then missed). */
+const PING_MS = 1_000;
+/** The smallest cap on a frame from the sandbox, bytes (its control messages are far smaller). */
+const MIN_FRAME_BYTES = 64 * 1024;
 
 /** Options of a sandbox. */
 export interface SandboxOptions extends SandboxPoolOptions {
@@ -37,12 +43,23 @@ interface Run {
   port: MessagePort;
   resolve: (exit: WorkerExit) => void;
   child: ChildProcess;
+  /** The longest frame this rollout's worker can legitimately send, bytes. */
+  maxFrameBytes: number;
+}
+
+/** A running sandbox and the sealed link to it. */
+interface Sandbox {
+  child: ChildProcess;
+  writer: FrameWriter;
+  /** Why the host ended it, when it did (bytes on the link that did not open). */
+  ended?: string;
 }
 
 /** Runs agent workers in a sandbox process, started when first needed and again after it dies. */
 export class SandboxPool implements AgentRunner {
   readonly #options: SandboxOptions;
   #child: ChildProcess | null = null;
+  readonly #links = new WeakMap<ChildProcess, Sandbox>();
   #ready: Promise<void> | null = null;
   readonly #runs = new Map<number, Run>();
   #nextId = 1;
@@ -71,10 +88,12 @@ export class SandboxPool implements AgentRunner {
       this.#waiting--;
     }
     const id = this.#nextId++;
+    // JSON escaping makes text up to 6× its bytes, UTF-8 up to 3 bytes a character (see agent.ts).
+    const maxChars = 6 * Math.max(task.limits.maxMessageBytes, task.limits.maxOutputBytes) + MESSAGE_ENVELOPE_BYTES;
     return new Promise<WorkerExit>((resolve) => {
-      this.#runs.set(id, { port, resolve, child });
+      this.#runs.set(id, { port, resolve, child, maxFrameBytes: 3 * maxChars + 64 });
       this.#hold();
-      port.on('message', (m: unknown) => this.#send(child, { t: 'to', id, m }));
+      port.on('message', (m: unknown) => this.#links.get(child)?.writer.toWorker(id, m));
       let killer: NodeJS.Timeout | undefined;
       const onTerminate = (): void => {
         this.#send(child, { t: 'terminate', id });
@@ -90,7 +109,7 @@ export class SandboxPool implements AgentRunner {
         resolve(exit);
       };
       // The sandbox may have died between starting and now: then there is nobody to run it.
-      if (child.exitCode !== null || child.signalCode !== null || !child.connected) {
+      if (child.exitCode !== null || child.signalCode !== null || (child.stdio[3] as Socket | null)?.destroyed !== false) {
         this.#finish(id, { kind: 'exited', message: 'the sandbox process died before the rollout reached it' });
         return;
       }
@@ -118,7 +137,7 @@ export class SandboxPool implements AgentRunner {
   }
 
   #send(child: ChildProcess, msg: ToSandbox): void {
-    if (child.connected) child.send(msg, (err) => void err);
+    this.#links.get(child)?.writer.message(msg);
   }
 
   /** The running sandbox, started if there is none. */
@@ -135,11 +154,23 @@ export class SandboxPool implements AgentRunner {
       env: {},
       cwd,
       // Its stderr is kept, not shown: what V8 prints as it aborts names why the sandbox died.
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      serialization: 'advanced',
+      // Descriptor 3 is the sealed link (link.ts).
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
       detached: true,
     });
     this.#child = child;
+    const socket = child.stdio[3] as Socket;
+    const key = newKey();
+    // The key goes first, before the sandbox runs any agent that could read it.
+    socket.write(key);
+    const sandbox: Sandbox = { child, writer: new FrameWriter(socket, key, TO_SANDBOX) };
+    this.#links.set(child, sandbox);
+    const onBroken = (reason: string): void => {
+      // Only an agent writes what does not open: the sandbox is ended, its rollouts crash.
+      sandbox.ended = `it sent ${reason}: an agent wrote to its descriptors`;
+      child.kill('SIGKILL');
+    };
+    socket.on('error', () => {});
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => {
       stderr = (stderr + chunk.toString()).slice(-STDERR_KEPT);
@@ -156,12 +187,19 @@ export class SandboxPool implements AgentRunner {
         reject(err);
       });
       child.once('exit', (code, signal) => reject(new Error(`the sandbox process ended as it started (${signal ?? `exit code ${code}`})`)));
-      child.on('message', (msg: FromSandbox) => {
-        if (msg.t === 'ready') resolve();
-        else this.#fromChild(msg);
-      });
+      const reader = new FrameReader(key, TO_HOST, () => this.#maxFrameBytes(child), (frame) => {
+        const msg = this.#fromFrame(frame);
+        if (msg?.t === 'ready') resolve();
+        else if (msg) this.#fromChild(child, msg);
+      }, onBroken);
+      socket.on('data', (chunk: Buffer) => reader.push(chunk));
     });
+    const ping = setInterval(() => {
+      if ([...this.#runs.values()].some((run) => run.child === child)) this.#send(child, { t: 'ping' });
+    }, PING_MS);
+    ping.unref();
     child.on('exit', (code, signal) => {
+      clearInterval(ping);
       rmSync(cwd, { recursive: true, force: true });
       this.#died(child, signal ?? `exit code ${code}`);
     });
@@ -170,8 +208,24 @@ export class SandboxPool implements AgentRunner {
     return ready;
   }
 
-  #fromChild(msg: FromSandbox): void {
-    if (msg.t === 'from') this.#runs.get(msg.id)?.port.postMessage(msg.m);
+  #fromFrame(frame: Incoming): FromSandbox | null {
+    if (frame.kind === 'text') return { t: 'from', id: frame.id, m: frame.text };
+    if (frame.kind === 'message') return frame.message as FromSandbox;
+    return null;
+  }
+
+  /** The longest frame the sandbox may send now: what its rollouts' workers may send, at least 64 KiB. */
+  #maxFrameBytes(child: ChildProcess): number {
+    let max = MIN_FRAME_BYTES;
+    for (const run of this.#runs.values()) if (run.child === child && run.maxFrameBytes > max) max = run.maxFrameBytes;
+    return max;
+  }
+
+  #fromChild(child: ChildProcess, msg: FromSandbox): void {
+    // A rollout id is only good from the sandbox that runs it.
+    const run = 'id' in msg ? this.#runs.get(msg.id) : undefined;
+    if (!run || run.child !== child) return;
+    if (msg.t === 'from') run.port.postMessage(msg.m);
     else if (msg.t === 'exit') this.#finish(msg.id, msg.exit);
   }
 
@@ -188,7 +242,7 @@ export class SandboxPool implements AgentRunner {
   #hold(): void {
     const child = this.#child;
     if (!child) return;
-    const channel = child.channel as { ref?(): void; unref?(): void } | null | undefined;
+    const channel = child.stdio[3] as { ref?(): void; unref?(): void } | null | undefined;
     const stderr = child.stderr as { ref?(): void; unref?(): void } | null;
     if (this.#runs.size + this.#waiting > 0) {
       child.ref();
@@ -207,8 +261,11 @@ export class SandboxPool implements AgentRunner {
       this.#child = null;
       this.#ready = null;
     }
-    const fatal = /^.*(FATAL ERROR|Fatal error|Abort).*$/m.exec(this.#stderr.get(child)?.() ?? '')?.[0]?.trim();
-    const message = `the sandbox process died (${how})${fatal ? `: ${fatal.slice(0, 300)}` : ''}`;
+    const ended = this.#links.get(child)?.ended;
+    const fatal = /^.*(FATAL ERROR|Fatal error|Abort|silo sandbox:).*$/m.exec(this.#stderr.get(child)?.() ?? '')?.[0]?.trim();
+    const message = ended
+      ? `the sandbox process was ended: ${ended}`
+      : `the sandbox process died (${how})${fatal ? `: ${fatal.slice(0, 300)}` : ''}`;
     for (const [id, run] of this.#runs) {
       if (run.child === child) this.#finish(id, { kind: 'exited', message });
     }

@@ -1,6 +1,7 @@
 /**
- * Messages between the host and its sandbox process (over the child's IPC channel, structured
- * clone). One rollout is one `id`: the host relays its port through `to`/`from`.
+ * Messages between the host and its sandbox process, on the sealed link (link.ts). One rollout is
+ * one `id`: the host relays its port through `to`/`from` (which travel as frames of their own
+ * kinds: a worker's JSON text as UTF-8, a message to a worker in V8's serialization).
  */
 import type { WorkerExit } from '../pool/pool.js';
 import type { WorkerTask } from '../protocol.js';
@@ -18,7 +19,9 @@ export type ToSandbox =
   /** A message for the rollout's worker (a tool result, an abort). */
   | { t: 'to'; id: number; m: unknown }
   /** The grace period is over: terminate the rollout's worker. */
-  | { t: 'terminate'; id: number };
+  | { t: 'terminate'; id: number }
+  /** Sent every second while rollouts run, so that a frame an agent took is missed soon. */
+  | { t: 'ping' };
 
 /** What the sandbox tells the host. */
 export type FromSandbox =

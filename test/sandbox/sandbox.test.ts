@@ -94,6 +94,42 @@ describe('the sandbox process', () => {
     await expectAlive();
   });
 
+  it('lets no agent forge the messages of other rollouts by writing to the sandbox\'s descriptors', async () => {
+    // Rollouts in one sandbox share its process, and so its file descriptors, including the one
+    // to the host: whatever an agent writes there must not pass for another rollout's worker.
+    const victims = [0, 1, 2].map(() => roll(fixture('bench-waiter.mjs'), { ...FAST, timeoutMs: 10_000 }));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const attacker = await roll(fixture('hostile/forges-neighbours.mjs'), { ...FAST, timeoutMs: 10_000 });
+    for (const victim of await Promise.all(victims)) {
+      expect(victim.output).not.toBe('forged');
+      // Either the victim finished as it would have, or the sandbox was ended for the bad bytes
+      // (its rollouts crashed, as when an agent aborts its process; evals retry them).
+      if (victim.termination === 'returned') expect(victim.output).toBe('waited');
+      else expect(victim.error?.message).toMatch(/the sandbox process/);
+    }
+    expect(attacker.output).not.toBe('forged');
+    await expectAlive();
+  });
+
+  it('lets no agent read the messages meant for other rollouts off the sandbox\'s descriptors', async () => {
+    const thief = roll(fixture('hostile/reads-neighbours.mjs'), { ...FAST, timeoutMs: 10_000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Each victim's tool results carry its secret back, 300 times: plenty for a thief to catch.
+    const world = testWorld({ instruction: 'neighbour-secret-4711 is yours to keep' });
+    const victims = await Promise.all(
+      [0, 1].map(() => runRollout({ task: world.task, agent: fixture('keeps-a-secret.mjs'), outDir: out.dir, pool: sandbox, limits: { ...FAST, timeoutMs: 10_000 } })),
+    );
+    const took = await thief;
+    // The thief may take bytes (what it reads is gone for the sandbox, which then ends: its
+    // rollouts crash), but never plaintext.
+    if (took.termination === 'returned') expect(JSON.parse(took.output!)).toMatchObject({ sawSecret: false });
+    else expect(took.error?.message).toMatch(/the sandbox process/);
+    for (const victim of victims) {
+      if (victim.termination !== 'returned') expect(victim.error?.message).toMatch(/the sandbox process/);
+    }
+    await expectAlive();
+  });
+
   it('ends a rollout whose sandbox cannot start as crashed, and does not hang on its port', async () => {
     const gone = new SandboxPool();
     await gone.destroy();

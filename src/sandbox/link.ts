@@ -1,0 +1,192 @@
+/**
+ * The wire between the host and its sandbox process: length-prefixed frames on one socket, each
+ * sealed with AES-256-GCM under a key the host writes first, before the sandbox runs any agent.
+ *
+ * Why sealed: every thread of a process shares its file descriptors, and Node's permission model
+ * does not guard a descriptor that is already open, so an agent in the sandbox can write to this
+ * socket and read from it. What it writes does not open under the key: the host ends the sandbox
+ * (its rollouts end crashed, as when an agent aborts its process) instead of taking the bytes for
+ * another rollout's messages. What it reads is ciphertext, and the frames it took are missing:
+ * the sandbox sees the gap at the next frame (nonces count frames) and exits.
+ *
+ * A frame: 4 bytes of length (big-endian), then the ciphertext and its 16-byte tag. The nonce is
+ * not sent: it is the direction and the frame's number, which both ends count.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { deserialize, serialize } from 'node:v8';
+
+export const KEY_BYTES = 32;
+const TAG_BYTES = 16;
+const HEADER_BYTES = 4;
+
+/** Which way a frame goes; part of its nonce, so a frame cannot be sent back where it came from. */
+export const TO_SANDBOX = 1;
+export const TO_HOST = 2;
+export type Direction = typeof TO_SANDBOX | typeof TO_HOST;
+
+/** What a frame carries, by its first byte. */
+const Kind = {
+  /** Any other message: V8's serialization (what structured clone keeps: Dates, Maps, BigInts). */
+  Message: 0,
+  /** A worker's message to the host (JSON text): a 4-byte rollout id, then UTF-8. */
+  Text: 1,
+  /** A message to a rollout's worker: a 4-byte rollout id, then V8's serialization. */
+  ToWorker: 2,
+} as const;
+type Kind = (typeof Kind)[keyof typeof Kind];
+
+/** What arrives on a link. */
+export type Incoming = { kind: 'message'; message: unknown } | { kind: 'text'; id: number; text: string } | { kind: 'to'; id: number; message: unknown };
+
+/** A new key for a sandbox. */
+export const newKey = (): Buffer => randomBytes(KEY_BYTES);
+
+function nonce(direction: Direction, counter: number): Buffer {
+  const n = Buffer.alloc(12);
+  n.writeUInt32BE(direction, 0);
+  // Frames are counted in a double: exact far past any number of frames a sandbox will see.
+  n.writeUInt32BE(Math.floor(counter / 2 ** 32), 4);
+  n.writeUInt32BE(counter >>> 0, 8);
+  return n;
+}
+
+/** Seals and writes frames going one way. */
+export class FrameWriter {
+  readonly #socket: Socket;
+  readonly #key: Buffer;
+  readonly #direction: Direction;
+  #counter = 0;
+
+  constructor(socket: Socket, key: Buffer, direction: Direction) {
+    this.#socket = socket;
+    this.#key = key;
+    this.#direction = direction;
+  }
+
+  /** Any structured-cloneable message. */
+  message(message: unknown): void {
+    this.#write(Kind.Message, null, serialize(message));
+  }
+
+  /** A worker's JSON text for the host, for rollout `id`. */
+  text(id: number, text: string): void {
+    this.#write(Kind.Text, id, Buffer.from(text, 'utf8'));
+  }
+
+  /** A message for rollout `id`'s worker. */
+  toWorker(id: number, message: unknown): void {
+    this.#write(Kind.ToWorker, id, serialize(message));
+  }
+
+  #write(kind: Kind, id: number | null, body: Buffer): void {
+    const head = Buffer.allocUnsafe(id === null ? 1 : 5);
+    head[0] = kind;
+    if (id !== null) head.writeUInt32BE(id, 1);
+    const cipher = createCipheriv('aes-256-gcm', this.#key, nonce(this.#direction, this.#counter++));
+    const a = cipher.update(head);
+    const b = cipher.update(body);
+    const c = cipher.final();
+    const tag = cipher.getAuthTag();
+    const length = a.length + b.length + c.length + TAG_BYTES;
+    const frame = Buffer.allocUnsafe(HEADER_BYTES + length);
+    frame.writeUInt32BE(length, 0);
+    let at = HEADER_BYTES;
+    for (const part of [a, b, c, tag]) at += part.copy(frame, at);
+    if (!this.#socket.destroyed) this.#socket.write(frame);
+  }
+}
+
+/**
+ * Reads frames going one way and opens them. Anything that does not open (a wrong tag, a frame
+ * missing, a length over `maxBytes()`) is fatal: `onBroken` is called once and nothing more is read.
+ */
+export class FrameReader {
+  readonly #key: Buffer;
+  readonly #direction: Direction;
+  readonly #maxBytes: () => number;
+  readonly #onFrame: (frame: Incoming) => void;
+  readonly #onBroken: (reason: string) => void;
+  #counter = 0;
+  #broken = false;
+  /** The 4 length bytes of the frame being read, as they come. */
+  readonly #header = Buffer.alloc(HEADER_BYTES);
+  #headerHave = 0;
+  /** The frame's body, allocated once its length is known. */
+  #body: Buffer | null = null;
+  #bodyHave = 0;
+
+  constructor(key: Buffer, direction: Direction, maxBytes: () => number, onFrame: (frame: Incoming) => void, onBroken: (reason: string) => void) {
+    this.#key = key;
+    this.#direction = direction;
+    this.#maxBytes = maxBytes;
+    this.#onFrame = onFrame;
+    this.#onBroken = onBroken;
+  }
+
+  /** Feeds bytes read from the socket. */
+  push(chunk: Buffer): void {
+    let at = 0;
+    while (at < chunk.length && !this.#broken) {
+      if (this.#body === null) {
+        const take = Math.min(HEADER_BYTES - this.#headerHave, chunk.length - at);
+        chunk.copy(this.#header, this.#headerHave, at, at + take);
+        this.#headerHave += take;
+        at += take;
+        if (this.#headerHave < HEADER_BYTES) return;
+        const length = this.#header.readUInt32BE(0);
+        if (length <= TAG_BYTES || length > this.#maxBytes()) return this.#break(`a frame of ${length} bytes`);
+        this.#headerHave = 0;
+        // Most frames arrive whole in one chunk: then the body is a view, not a copy.
+        if (chunk.length - at >= length) {
+          const body = chunk.subarray(at, at + length);
+          at += length;
+          this.#open(body);
+          continue;
+        }
+        this.#body = Buffer.allocUnsafe(length);
+        this.#bodyHave = 0;
+      }
+      const body = this.#body;
+      const take = Math.min(body.length - this.#bodyHave, chunk.length - at);
+      chunk.copy(body, this.#bodyHave, at, at + take);
+      this.#bodyHave += take;
+      at += take;
+      if (this.#bodyHave === body.length) {
+        this.#body = null;
+        this.#open(body);
+      }
+    }
+  }
+
+  #break(reason: string): void {
+    if (this.#broken) return;
+    this.#broken = true;
+    this.#body = null;
+    this.#onBroken(reason);
+  }
+
+  #open(frame: Buffer): void {
+    let plain: Buffer;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.#key, nonce(this.#direction, this.#counter++));
+      decipher.setAuthTag(frame.subarray(frame.length - TAG_BYTES));
+      const a = decipher.update(frame.subarray(0, frame.length - TAG_BYTES));
+      const b = decipher.final();
+      plain = b.length === 0 ? a : Buffer.concat([a, b]);
+    } catch {
+      return this.#break('a frame that does not open under the key (forged, or one before it is missing)');
+    }
+    let incoming: Incoming;
+    try {
+      const kind = plain[0];
+      if (kind === Kind.Text) incoming = { kind: 'text', id: plain.readUInt32BE(1), text: plain.toString('utf8', 5) };
+      else if (kind === Kind.ToWorker) incoming = { kind: 'to', id: plain.readUInt32BE(1), message: deserialize(plain.subarray(5)) };
+      else if (kind === Kind.Message) incoming = { kind: 'message', message: deserialize(plain.subarray(1)) };
+      else return this.#break(`a frame of unknown kind ${String(kind)}`);
+    } catch (err) {
+      return this.#break(`a frame that cannot be read (${err instanceof Error ? err.message : 'unknown error'})`);
+    }
+    this.#onFrame(incoming);
+  }
+}
