@@ -4,8 +4,8 @@
  * completion has arrived: the completion travels on the same port as the calls, so a call made
  * after the agent returned can never be taken for one made before.
  */
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { describeError } from '../errors.js';
+import type { HostEnd } from './ends.js';
 import { MAX_INPUT_DEPTH } from '../options.js';
 import { BRAND, type HostMessage, type WorkerMessage } from '../protocol.js';
 import type { ToolResult } from '../types.js';
@@ -31,14 +31,12 @@ export interface ChannelHandlers {
 
 /** The host end of one rollout's port (see the file comment). */
 export class HostChannel {
-  /** The end to transfer to the worker. */
-  readonly workerPort: MessagePort;
   /** Resolves with the completion, or null if the port closed without one. */
   readonly done: Promise<DoneMessage | null>;
   /** Resolves when the port has closed (the worker is gone or the channel was closed). */
   readonly closed: Promise<void>;
 
-  readonly #port: MessagePort;
+  readonly #end: HostEnd;
   readonly #maxChars: number;
   readonly #inputCaps: InputCaps;
   #finished = false;
@@ -53,16 +51,21 @@ export class HostChannel {
    * `maxChars` caps one message's JSON text (UTF-16 units); longer messages are dropped unparsed.
    * `inputCaps` bound a call's input as the host measures it, whatever the worker claims.
    */
-  constructor(handlers: ChannelHandlers, maxChars: number, inputCaps: Partial<InputCaps> = {}) {
-    const { port1, port2 } = new MessageChannel();
-    this.#port = port1;
-    this.workerPort = port2;
+  constructor(end: HostEnd, handlers: ChannelHandlers, maxChars: number, inputCaps: Partial<InputCaps> = {}) {
+    this.#end = end;
     this.#maxChars = maxChars;
     this.#inputCaps = { bytes: Infinity, depth: MAX_INPUT_DEPTH, ...inputCaps };
     this.done = new Promise((resolve) => (this.#resolveDone = resolve));
-    this.closed = new Promise((resolve) => port1.once('close', () => resolve()));
+    this.closed = new Promise((resolve) => end.onClose(() => resolve()));
     void this.closed.then(() => this.#finish(null));
-    port1.on('message', (data: unknown) => this.#receive(data, handlers));
+    end.onMessage((data: unknown) => {
+      // Whatever a message does, it must not throw out of here: that would end the host.
+      try {
+        this.#receive(data, handlers);
+      } catch (err) {
+        handlers.dropped(`a message that could not be handled (${describeError(err)})`);
+      }
+    });
   }
 
   /** Tells the agent to stop (fires its AbortSignal). */
@@ -80,7 +83,7 @@ export class HostChannel {
   close(): void {
     this.#closed = true;
     this.#finish(null);
-    this.#port.close();
+    this.#end.close();
   }
 
   #finish(msg: DoneMessage | null): void {
@@ -90,11 +93,7 @@ export class HostChannel {
   }
 
   #post(msg: HostMessage): void {
-    try {
-      this.#port.postMessage(msg);
-    } catch {
-      // The worker is gone; nothing to tell it.
-    }
+    this.#end.post(msg);
   }
 
   #receive(data: unknown, handlers: ChannelHandlers): void {

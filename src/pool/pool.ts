@@ -5,8 +5,8 @@
  * finds a warm, never-used thread.
  */
 import { Piscina } from 'piscina';
-import type { MessagePort } from 'node:worker_threads';
 import { WORKER_ENTRY } from '../paths.js';
+import { PortLink, type Link } from './ends.js';
 import { permissionArgs } from './permissions.js';
 import { SandboxPool } from '../sandbox/pool.js';
 import { SiloError } from '../errors.js';
@@ -84,14 +84,16 @@ export interface AgentPoolOptions {
 
 /** Where rollouts' agent workers run: threads of this process, or a sandbox process. */
 export interface AgentRunner {
+  /** A new link for one rollout: its `host` end goes to the HostChannel, the link to run(). */
+  link(): Link;
   /**
-   * Starts `task` in a fresh worker with a heap of `memoryMb`, `env` as its whole `process.env`
-   * and read access to `readable` only; resolves when the worker is gone. Aborting `terminate`
-   * terminates the worker (used after the grace period).
+   * Starts `task` in a fresh worker connected to `link`, with a heap of `memoryMb`, `env` as its
+   * whole `process.env` and read access to `readable` only; resolves when the worker is gone.
+   * Aborting `terminate` terminates the worker (used after the grace period).
    */
   run(
     task: Omit<WorkerTask, 'brand' | 'port' | 'exitAfter'>,
-    port: MessagePort,
+    link: Link,
     memoryMb: number,
     terminate: AbortSignal,
     env: Readonly<Record<string, string>>,
@@ -121,6 +123,10 @@ export class AgentPool implements AgentRunner {
     };
   }
 
+  link(): PortLink {
+    return new PortLink();
+  }
+
   /**
    * Starts `task` in a fresh worker with a heap of `memoryMb`, `env` as its whole `process.env`
    * and read access to `readable` only (see permissions.ts); resolves when the worker is gone.
@@ -128,12 +134,14 @@ export class AgentPool implements AgentRunner {
    */
   async run(
     task: Omit<WorkerTask, 'brand' | 'port' | 'exitAfter'>,
-    port: MessagePort,
+    link: Link,
     memoryMb: number,
     terminate: AbortSignal,
     env: Readonly<Record<string, string>>,
     readable: readonly string[],
   ): Promise<WorkerExit> {
+    if (!(link instanceof PortLink)) throw new Error('a thread pool runs rollouts on links it made (AgentPool.link())');
+    const port = link.workerPort;
     const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
     try {
       await this.#pool(memoryMb, env, readable).run(message, { transferList: [port], signal: terminate });

@@ -104,7 +104,9 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   };
   // JSON escaping can make text up to 6× longer than its bytes (\u0000), hence the factor.
   const maxChars = 6 * Math.max(limits.maxMessageBytes, limits.maxOutputBytes) + MESSAGE_ENVELOPE_BYTES;
+  const link = opts.pool.link();
   const channel = new HostChannel(
+    link.host,
     {
       call: (msg) => calls.handle(msg),
       log: (msg) => {
@@ -151,7 +153,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
       options: opts.agentOptions ?? {},
       guard: opts.guard ?? [],
     },
-    channel.workerPort,
+    link,
     limits.memoryMb,
     terminate.signal,
     opts.env ?? {},

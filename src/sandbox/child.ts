@@ -5,10 +5,11 @@
  * a sealed link (link.ts) on descriptor 3. If the host goes away, so does the sandbox.
  */
 import { Socket } from 'node:net';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { PortLink } from '../pool/ends.js';
 import { AgentPool } from '../pool/pool.js';
 import { MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
 import { FrameReader, FrameWriter, KEY_BYTES, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
+import type { HostMessage } from '../protocol.js';
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
 
 /** The link is broken (bytes missing or not from the host): nothing here can be trusted to go on. */
@@ -54,11 +55,11 @@ const RELAY_BUDGET_CHARS = 256 * 2 ** 20;
 
 const options = JSON.parse(process.argv[2] ?? '{}') as SandboxPoolOptions;
 const pool = new AgentPool(options);
-const runs = new Map<number, { port: MessagePort; terminate: AbortController }>();
+const runs = new Map<number, { link: PortLink; terminate: AbortController }>();
 
 function receive(frame: Incoming): void {
   if (frame.kind === 'to') {
-    runs.get(frame.id)?.port.postMessage(frame.message);
+    runs.get(frame.id)?.link.host.post(frame.message as HostMessage);
     return;
   }
   if (frame.kind !== 'message') return;
@@ -68,15 +69,15 @@ function receive(frame: Incoming): void {
 }
 
 function start({ id, task, memoryMb, env, readable }: Extract<ToSandbox, { t: 'run' }>): void {
-  const { port1, port2 } = new MessageChannel();
+  const link = new PortLink();
   const terminate = new AbortController();
-  runs.set(id, { port: port1, terminate });
+  runs.set(id, { link, terminate });
   // Worker messages are JSON text: anything else (shared memory, objects structured clone would
   // refuse on the way to the host) is dropped here, as are messages over the host's size cap and
   // everything past the rollout's relay budget, so no agent can stall or crash the sandbox.
   const maxChars = 6 * Math.max(task.limits.maxMessageBytes, task.limits.maxOutputBytes) + MESSAGE_ENVELOPE_BYTES;
   let relayed = 0;
-  port1.on('message', (m: unknown) => {
+  link.host.onMessage((m: unknown) => {
     // What is not text goes on as an empty object, so the host still notes the drop in the trace.
     const relay = typeof m === 'string' ? m : {};
     const chars = typeof relay === 'string' ? relay.length : 2;
@@ -85,13 +86,13 @@ function start({ id, task, memoryMb, env, readable }: Extract<ToSandbox, { t: 'r
     send({ t: 'from', id, m: relay });
   });
   // Every message of the worker reaches the host before its exit: wait for its end of the port.
-  const closed = new Promise<void>((resolve) => port1.once('close', () => resolve()));
-  void pool.run(task, port2, memoryMb, terminate.signal, env, readable).then(async (exit) => {
+  const closed = new Promise<void>((resolve) => link.host.onClose(() => resolve()));
+  void pool.run(task, link, memoryMb, terminate.signal, env, readable).then(async (exit) => {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, PORT_DRAIN_MS)))]);
     clearTimeout(timer);
     runs.delete(id);
-    port1.close();
+    link.host.close();
     send({ t: 'exit', id, exit });
   });
 }

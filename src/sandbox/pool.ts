@@ -13,9 +13,9 @@ import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { MessagePort } from 'node:worker_threads';
 import { PACKAGE_ROOT } from '../paths.js';
 import { MESSAGE_ENVELOPE_BYTES, SANDBOX_KILL_MS } from '../options.js';
+import { RelayLink, type Link } from '../pool/ends.js';
 import type { AgentRunner, WorkerExit } from '../pool/pool.js';
 import type { WorkerTask } from '../protocol.js';
 import { FrameReader, FrameWriter, newKey, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
@@ -40,7 +40,7 @@ export interface SandboxOptions extends SandboxPoolOptions {
 }
 
 interface Run {
-  port: MessagePort;
+  link: RelayLink;
   resolve: (exit: WorkerExit) => void;
   child: ChildProcess;
   /** The longest frame this rollout's worker can legitimately send, bytes. */
@@ -71,14 +71,20 @@ export class SandboxPool implements AgentRunner {
     this.#options = options;
   }
 
+  /** A relay: the worker's messages reach the rollout's HostChannel straight from the socket. */
+  link(): RelayLink {
+    return new RelayLink();
+  }
+
   async run(
     task: Omit<WorkerTask, 'brand' | 'port' | 'exitAfter'>,
-    port: MessagePort,
+    link: Link,
     memoryMb: number,
     terminate: AbortSignal,
     env: Readonly<Record<string, string>>,
     readable: readonly string[],
   ): Promise<WorkerExit> {
+    if (!(link instanceof RelayLink)) throw new Error('a sandbox runs rollouts on links it made (SandboxPool.link())');
     // Counted while the sandbox starts too, so that it keeps the host alive meanwhile.
     this.#waiting++;
     let child: ChildProcess;
@@ -91,9 +97,9 @@ export class SandboxPool implements AgentRunner {
     // JSON escaping makes text up to 6× its bytes, UTF-8 up to 3 bytes a character (see agent.ts).
     const maxChars = 6 * Math.max(task.limits.maxMessageBytes, task.limits.maxOutputBytes) + MESSAGE_ENVELOPE_BYTES;
     return new Promise<WorkerExit>((resolve) => {
-      this.#runs.set(id, { port, resolve, child, maxFrameBytes: 3 * maxChars + 64 });
+      this.#runs.set(id, { link, resolve, child, maxFrameBytes: 3 * maxChars + 64 });
       this.#hold();
-      port.on('message', (m: unknown) => this.#links.get(child)?.writer.toWorker(id, m));
+      link.connect((m) => this.#links.get(child)?.writer.toWorker(id, m));
       let killer: NodeJS.Timeout | undefined;
       const onTerminate = (): void => {
         this.#send(child, { t: 'terminate', id });
@@ -225,7 +231,7 @@ export class SandboxPool implements AgentRunner {
     // A rollout id is only good from the sandbox that runs it.
     const run = 'id' in msg ? this.#runs.get(msg.id) : undefined;
     if (!run || run.child !== child) return;
-    if (msg.t === 'from') run.port.postMessage(msg.m);
+    if (msg.t === 'from') run.link.deliver(msg.m);
     else if (msg.t === 'exit') this.#finish(msg.id, msg.exit);
   }
 
@@ -233,7 +239,7 @@ export class SandboxPool implements AgentRunner {
     const run = this.#runs.get(id);
     if (!run) return;
     this.#runs.delete(id);
-    run.port.close();
+    run.link.close();
     this.#hold();
     run.resolve(exit);
   }

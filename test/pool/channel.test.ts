@@ -1,15 +1,16 @@
 import { describe, it, expect, vi, afterEach } from 'vitest';
 import type { MessagePort } from 'node:worker_threads';
+import { PortLink } from '../../src/pool/ends.js';
 import { HostChannel, nestingDepth, type CallMessage, type ChannelHandlers, type InputCaps } from '../../src/pool/channel.js';
 import { BRAND, type HostMessage } from '../../src/protocol.js';
 import type { ToolResult } from '../../src/types.js';
 
-const open: HostChannel[] = [];
+const open: { channel: HostChannel; link: PortLink }[] = [];
 
 afterEach(() => {
-  for (const channel of open.splice(0)) {
+  for (const { channel, link } of open.splice(0)) {
     channel.close();
-    channel.workerPort.close();
+    link.workerPort.close();
   }
 });
 
@@ -27,13 +28,14 @@ function setup(
     exiting: vi.fn(),
     dropped: vi.fn(),
   };
-  const channel = new HostChannel(handlers, maxChars, inputCaps);
-  open.push(channel);
+  const link = new PortLink();
+  const channel = new HostChannel(link.host, handlers, maxChars, inputCaps);
+  open.push({ channel, link });
   const results: Extract<HostMessage, { type: 'result' }>[] = [];
-  channel.workerPort.on('message', (msg: HostMessage) => {
+  link.workerPort.on('message', (msg: HostMessage) => {
     if (msg.type === 'result') results.push(msg);
   });
-  return { channel, handlers, results, port: channel.workerPort };
+  return { channel, handlers, results, port: link.workerPort };
 }
 
 /** Posts a message as the worker does: JSON text. */
