@@ -1,7 +1,8 @@
 // `npm run bench` (`npm run bench -- --json` for machines): Silo against baselines measured in
 // the same run, so the ratios mean the same on any machine.
-//   toolCall      a bare worker→host MessagePort JSON round trip vs Silo's callTool (threads; and
-//                 through the sandbox process, the default isolation)
+//   toolCall      a bare worker→host MessagePort JSON round trip vs Silo's callTool in threads;
+//                 and through the sandbox process (the default isolation) vs the same hops without
+//                 Silo (a worker in a child process, relayed by its main thread over a socket)
 //   rollout       a bare Worker start+exit vs a whole Silo rollout of a trivial agent (and reuse mode)
 //   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured wall
 //   worldScaling  worlds of ~10 KB, 1 MB, 10 MB where the agent changes two records: one
@@ -9,6 +10,7 @@
 //                 user's createState and verify); and the host cost of one tool call with its
 //                 change records on each world (it should not grow with the world)
 // Benchmarks print numbers; tests never assert timings.
+import { spawn } from 'node:child_process';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,6 +52,68 @@ async function bareRoundTrip(n) {
   const us = ((performance.now() - t) / n) * 1000;
   port1.close();
   await worker.terminate();
+  return us;
+}
+
+/**
+ * The same hops as a tool call through the sandbox, without Silo: a worker thread in a child
+ * process posts JSON text to the child's main thread, which writes it to the host on a socket
+ * (4-byte length frames); the host answers, and the answer goes back the same way. µs each.
+ */
+async function bareProcessRoundTrip(n) {
+  const child = `
+    const { Socket } = require('node:net');
+    const { Worker, MessageChannel } = require('node:worker_threads');
+    const socket = new Socket({ fd: 3, readable: true, writable: true });
+    const { port1, port2 } = new MessageChannel();
+    const worker = new Worker(\`
+      const { parentPort } = require('node:worker_threads');
+      parentPort.once('message', ({ port }) => {
+        let i = 0;
+        port.on('message', () => port.postMessage(JSON.stringify({ id: i++, name: 'noop', input: { n: i } })));
+      });\`, { eval: true });
+    worker.postMessage({ port: port2 }, [port2]);
+    const frame = (text) => { const b = Buffer.allocUnsafe(4 + Buffer.byteLength(text)); b.writeUInt32BE(b.length - 4, 0); b.write(text, 4); return b; };
+    port1.on('message', (text) => socket.write(frame(text)));
+    let buffered = Buffer.alloc(0);
+    socket.on('data', (chunk) => {
+      buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
+      while (buffered.length >= 4 && buffered.length >= 4 + buffered.readUInt32BE(0)) {
+        const size = buffered.readUInt32BE(0);
+        port1.postMessage(JSON.parse(buffered.toString('utf8', 4, 4 + size)));
+        buffered = buffered.subarray(4 + size);
+      }
+    });
+    socket.on('close', () => process.exit(0));`;
+  const proc = spawn(process.execPath, ['-e', child], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
+  const socket = proc.stdio[3];
+  const frame = (text) => {
+    const b = Buffer.allocUnsafe(4 + Buffer.byteLength(text));
+    b.writeUInt32BE(b.length - 4, 0);
+    b.write(text, 4);
+    return b;
+  };
+  const warmup = 300;
+  const us = await new Promise((resolve) => {
+    let buffered = Buffer.alloc(0);
+    let count = 0;
+    let t = 0;
+    socket.on('data', (chunk) => {
+      buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
+      while (buffered.length >= 4 && buffered.length >= 4 + buffered.readUInt32BE(0)) {
+        const size = buffered.readUInt32BE(0);
+        const call = JSON.parse(buffered.toString('utf8', 4, 4 + size));
+        buffered = buffered.subarray(4 + size);
+        count++;
+        if (count === warmup) t = performance.now();
+        if (count === warmup + n) return resolve(((performance.now() - t) / n) * 1000);
+        socket.write(frame(JSON.stringify({ id: call.id, value: call.input.n })));
+      }
+    });
+    socket.write(frame('"go"'));
+  });
+  socket.destroy();
+  await new Promise((resolve) => proc.once('exit', resolve));
   return us;
 }
 
@@ -99,6 +163,7 @@ const bench = await byId('fixtures/bench/tasks.mjs');
 log('toolCall …');
 const CALLS = 1000;
 const bareRttUs = median([await bareRoundTrip(CALLS), await bareRoundTrip(CALLS), await bareRoundTrip(CALLS)]);
+const bareProcessRttUs = median([await bareProcessRoundTrip(CALLS), await bareProcessRoundTrip(CALLS), await bareProcessRoundTrip(CALLS)]);
 const pool = new AgentPool({ maxThreads: 4 });
 // The same through the sandbox process (the default isolation): every message crosses IPC too.
 const sandbox = new SandboxPool({ maxThreads: 4 });
@@ -264,7 +329,15 @@ rmSync(out, { recursive: true, force: true });
 
 const result = {
   node: process.versions.node,
-  toolCall: { bareRttUs: round(bareRttUs, 1), siloUs: round(siloUs, 1), ratio: round(siloUs / bareRttUs, 2), sandboxUs: round(sandboxCallUs, 1) },
+  toolCall: {
+    bareRttUs: round(bareRttUs, 1),
+    siloUs: round(siloUs, 1),
+    ratio: round(siloUs / bareRttUs, 2),
+    // Through the sandbox (the default isolation), against the same hops without Silo.
+    sandboxUs: round(sandboxCallUs, 1),
+    bareProcessRttUs: round(bareProcessRttUs, 1),
+    sandboxRatio: round(sandboxCallUs / bareProcessRttUs, 2),
+  },
   rollout: {
     bareWorkerMs: round(bareWorkerMs, 2),
     isolatedMs: round(isolatedMs, 2),
@@ -290,7 +363,8 @@ if (json) {
 } else {
   const r = result;
   console.log(`Silo bench · node ${r.node} · ${new Date().toISOString()}\n`);
-  console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5) · through the sandbox process ${r.toolCall.sandboxUs} µs`);
+  console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5)`);
+  console.log(`              through the sandbox process ${r.toolCall.sandboxUs} µs · the same hops without Silo ${r.toolCall.bareProcessRttUs} µs · ratio ${r.toolCall.sandboxRatio}`);
   console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms`);
   console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
   for (const w of r.worldScaling) {
