@@ -99,12 +99,12 @@ export class FrameWriter {
 
 /**
  * Reads frames going one way and opens them. Anything that does not open (a wrong tag, a frame
- * missing, a length over `maxBytes()`) is fatal: `onBroken` is called once and nothing more is read.
+ * missing, a length `allows` refuses) is fatal: `onBroken` is called once and nothing more is read.
  */
 export class FrameReader {
   readonly #key: Buffer;
   readonly #direction: Direction;
-  readonly #maxBytes: () => number;
+  readonly #allows: (length: number) => boolean;
   readonly #onFrame: (frame: Incoming) => void;
   readonly #onBroken: (reason: string) => void;
   #counter = 0;
@@ -116,10 +116,10 @@ export class FrameReader {
   #body: Buffer | null = null;
   #bodyHave = 0;
 
-  constructor(key: Buffer, direction: Direction, maxBytes: () => number, onFrame: (frame: Incoming) => void, onBroken: (reason: string) => void) {
+  constructor(key: Buffer, direction: Direction, allows: (length: number) => boolean, onFrame: (frame: Incoming) => void, onBroken: (reason: string) => void) {
     this.#key = key;
     this.#direction = direction;
-    this.#maxBytes = maxBytes;
+    this.#allows = allows;
     this.#onFrame = onFrame;
     this.#onBroken = onBroken;
   }
@@ -135,7 +135,7 @@ export class FrameReader {
         at += take;
         if (this.#headerHave < HEADER_BYTES) return;
         const length = this.#header.readUInt32BE(0);
-        if (length <= TAG_BYTES || length > this.#maxBytes()) return this.#break(`a frame of ${length} bytes`);
+        if (length <= TAG_BYTES || !this.#allows(length)) return this.#break(`a frame of ${length} bytes`);
         this.#headerHave = 0;
         // Most frames arrive whole in one chunk: then the body is a view, not a copy.
         if (chunk.length - at >= length) {

@@ -193,7 +193,8 @@ export class SandboxPool implements AgentRunner {
         reject(err);
       });
       child.once('exit', (code, signal) => reject(new Error(`the sandbox process ended as it started (${signal ?? `exit code ${code}`})`)));
-      const reader = new FrameReader(key, TO_HOST, () => this.#maxFrameBytes(child), (frame) => {
+      const allows = (length: number): boolean => length <= MIN_FRAME_BYTES || length <= this.#maxFrameBytes(child);
+      const reader = new FrameReader(key, TO_HOST, allows, (frame) => {
         const msg = this.#fromFrame(frame);
         if (msg?.t === 'ready') resolve();
         else if (msg) this.#fromChild(child, msg);
@@ -220,9 +221,9 @@ export class SandboxPool implements AgentRunner {
     return null;
   }
 
-  /** The longest frame the sandbox may send now: what its rollouts' workers may send, at least 64 KiB. */
+  /** The longest frame the sandbox may send now: what its rollouts' workers may send. */
   #maxFrameBytes(child: ChildProcess): number {
-    let max = MIN_FRAME_BYTES;
+    let max = 0;
     for (const run of this.#runs.values()) if (run.child === child && run.maxFrameBytes > max) max = run.maxFrameBytes;
     return max;
   }

@@ -1,0 +1,95 @@
+/** The sealed link between host and sandbox (src/sandbox/link.ts), on a fake socket. */
+import { describe, expect, it } from 'vitest';
+import type { Socket } from 'node:net';
+import { FrameReader, FrameWriter, newKey, TO_HOST, TO_SANDBOX, type Incoming } from '../../src/sandbox/link.js';
+
+/** A writer whose frames land in `wire`, and a reader of that wire. */
+function pair(allows: (length: number) => boolean = () => true) {
+  const key = newKey();
+  const wire: Buffer[] = [];
+  const socket = { destroyed: false, write: (b: Buffer) => wire.push(Buffer.from(b)) } as unknown as Socket;
+  const writer = new FrameWriter(socket, key, TO_HOST);
+  const got: Incoming[] = [];
+  const broken: string[] = [];
+  const reader = new FrameReader(key, TO_HOST, allows, (f) => got.push(f), (r) => broken.push(r));
+  const bytes = (): Buffer => Buffer.concat(wire.splice(0));
+  return { key, writer, reader, got, broken, bytes };
+}
+
+describe('the sealed link', () => {
+  it('carries text, messages to workers and other messages whole, however the bytes are cut', () => {
+    const { writer, reader, got, broken, bytes } = pair();
+    const when = new Date('2026-01-02T03:04:05Z');
+    writer.text(7, '{"brand":"silo/1","type":"call","name":"café ☕"}');
+    writer.toWorker(8, { type: 'result', result: { ok: true, value: { when, big: 12n, map: new Map([['a', 1]]) } } });
+    writer.message({ t: 'exit', id: 7, exit: { kind: 'exited', message: 'done' } });
+    writer.text(9, 'x'.repeat(200_000));
+    const wire = bytes();
+    // One byte at a time: headers and bodies split everywhere.
+    for (let i = 0; i < wire.length; i++) reader.push(wire.subarray(i, i + 1));
+    expect(broken).toEqual([]);
+    expect(got[0]).toEqual({ kind: 'text', id: 7, text: '{"brand":"silo/1","type":"call","name":"café ☕"}' });
+    expect(got[1]).toEqual({ kind: 'to', id: 8, message: { type: 'result', result: { ok: true, value: { when, big: 12n, map: new Map([['a', 1]]) } } } });
+    expect(got[2]).toEqual({ kind: 'message', message: { t: 'exit', id: 7, exit: { kind: 'exited', message: 'done' } } });
+    expect(got[3]).toMatchObject({ kind: 'text', id: 9 });
+    expect((got[3] as { text: string }).text).toHaveLength(200_000);
+  });
+
+  it('sends ciphertext: the text is not on the wire', () => {
+    const { writer, bytes } = pair();
+    writer.text(1, 'neighbour-secret-4711');
+    writer.message({ secret: 'neighbour-secret-4711' });
+    expect(bytes().includes('neighbour-secret')).toBe(false);
+  });
+
+  it('breaks, once, on a frame written without the key (in the old IPC format or any other)', () => {
+    const { writer, reader, got, broken, bytes } = pair();
+    writer.text(1, 'honest');
+    reader.push(bytes());
+    // A frame of the right shape under another key.
+    const other = pair();
+    other.writer.text(2, '{"type":"done","output":"forged"}');
+    reader.push(other.bytes());
+    writer.text(1, 'after');
+    reader.push(bytes());
+    expect(got.map((f) => (f as { text: string }).text)).toEqual(['honest']);
+    expect(broken).toHaveLength(1);
+    expect(broken[0]).toMatch(/does not open under the key/);
+  });
+
+  it('breaks when a frame is missing (one taken off the socket), and on a flipped bit', () => {
+    const a = pair();
+    a.writer.text(1, 'one');
+    a.bytes(); // taken by someone else
+    a.writer.text(1, 'two');
+    a.reader.push(a.bytes());
+    expect(a.got).toEqual([]);
+    expect(a.broken).toHaveLength(1);
+
+    const b = pair();
+    b.writer.text(1, 'one');
+    const wire = b.bytes();
+    wire[wire.length - 20]! ^= 1;
+    b.reader.push(wire);
+    expect(b.got).toEqual([]);
+    expect(b.broken).toHaveLength(1);
+  });
+
+  it('breaks on a length it does not allow, before reading the body', () => {
+    const { writer, reader, got, broken, bytes } = pair((length) => length < 1_000);
+    writer.text(1, 'x'.repeat(5_000));
+    reader.push(bytes().subarray(0, 4));
+    expect(got).toEqual([]);
+    expect(broken[0]).toMatch(/a frame of \d+ bytes/);
+  });
+
+  it('does not open a frame sent the other way (the direction is part of the nonce)', () => {
+    const key = newKey();
+    const wire: Buffer[] = [];
+    const socket = { destroyed: false, write: (b: Buffer) => wire.push(Buffer.from(b)) } as unknown as Socket;
+    new FrameWriter(socket, key, TO_SANDBOX).text(1, 'down');
+    const broken: string[] = [];
+    new FrameReader(key, TO_HOST, () => true, () => {}, (r) => broken.push(r)).push(Buffer.concat(wire));
+    expect(broken).toHaveLength(1);
+  });
+});
