@@ -5,7 +5,7 @@
 import { createWriteStream, existsSync, readFileSync, type WriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ulid } from 'ulid';
+import { newId } from '../ids.js';
 import { SiloError } from '../errors.js';
 import { writeJsonAtomic } from '../rollout/artifacts.js';
 import type { EvalRunLine, EvalSummary } from '../types.js';
@@ -20,7 +20,7 @@ export function checkEvalId(id: string): string {
 
 /** A new eval's id: the one asked for (checked, and not taken), or a fresh ULID. */
 export function newEvalId(outDir: string, wanted: string | undefined): string {
-  if (wanted === undefined) return ulid();
+  if (wanted === undefined) return newId();
   checkEvalId(wanted);
   if (existsSync(new EvalStore(outDir, wanted).summaryFile)) {
     throw new SiloError('SILO_USAGE', `an eval ${wanted} already exists in ${outDir}; continue it with --resume ${wanted}, or choose another --eval-id`);
