@@ -2,11 +2,12 @@
  * An eval's folder: `summary.json` (rewritten atomically as the eval goes) and `runs.jsonl` (one
  * line per run that ended, appended), which is what `--resume` and the reporters read back.
  */
-import { createWriteStream, existsSync, readFileSync, type WriteStream } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { newId } from '../ids.js';
 import { SiloError } from '../errors.js';
+import { AppendFile } from '../rollout/append-file.js';
 import { writeJsonAtomic } from '../rollout/artifacts.js';
 import type { EvalRunLine, EvalSummary } from '../types.js';
 
@@ -30,7 +31,7 @@ export function newEvalId(outDir: string, wanted: string | undefined): string {
 
 export class EvalStore {
   readonly dir: string;
-  #lines: WriteStream | undefined;
+  #lines: AppendFile | undefined;
 
   constructor(outDir: string, evalId: string) {
     this.dir = join(outDir, 'evals', evalId);
@@ -46,12 +47,11 @@ export class EvalStore {
 
   async open(): Promise<void> {
     await mkdir(this.dir, { recursive: true });
-    this.#lines = createWriteStream(this.runsFile, { flags: 'a' });
-    this.#lines.on('error', () => {});
+    this.#lines = new AppendFile(this.runsFile);
   }
 
   append(line: EvalRunLine): void {
-    this.#lines?.write(`${JSON.stringify(line)}\n`);
+    this.#lines?.append(`${JSON.stringify(line)}\n`);
   }
 
   writeSummary(summary: EvalSummary): Promise<void> {
@@ -59,9 +59,9 @@ export class EvalStore {
   }
 
   async close(): Promise<void> {
-    const stream = this.#lines;
+    const lines = this.#lines;
     this.#lines = undefined;
-    if (stream) await new Promise<void>((resolve) => stream.end(() => resolve()));
+    await lines?.close();
   }
 
   /** The summary of an existing eval, for `--resume`. */
