@@ -18,3 +18,12 @@ export async function within<T>(promise: Promise<T>, ms: number): Promise<T | ty
     clearTimeout(timer);
   }
 }
+
+/**
+ * Hands out turns of the event loop one at a time: each caller resumes in a turn of its own, after
+ * the previous caller's, with I/O looked at in between.
+ */
+export function turnTaker(): () => Promise<void> {
+  let last = Promise.resolve();
+  return () => (last = last.then(() => new Promise<void>((resolve) => setImmediate(resolve))));
+}

@@ -6,7 +6,7 @@
  */
 import { cpSync, existsSync, readdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { ulid } from 'ulid';
+import { newId } from '../ids.js';
 import { SiloError } from '../errors.js';
 import { DEFAULT_OUT_DIR } from '../options.js';
 import type { EvalOptionsRecord, EvalRunLine, EvalSummary } from '../types.js';
@@ -41,7 +41,7 @@ export async function mergeEvals(options: MergeOptions): Promise<EvalSummary> {
   const first = checkShards(shards);
   const outDir = resolve(options.outDir ?? DEFAULT_OUT_DIR);
   const ids = new Set(shards.map((s) => s.summary.evalId));
-  const evalId = options.evalId !== undefined ? checkEvalId(options.evalId) : (ids.size === 1 ? first.summary.evalId : ulid());
+  const evalId = options.evalId !== undefined ? checkEvalId(options.evalId) : (ids.size === 1 ? first.summary.evalId : newId());
   const store = new EvalStore(outDir, evalId);
   if (existsSync(store.summaryFile)) {
     throw new SiloError('SILO_USAGE', `an eval ${evalId} already exists in ${outDir}; merge into another --out folder, or give --eval-id`);

@@ -12,6 +12,7 @@ import { SiloError } from '../errors.js';
 import { selectTasks } from '../filter.js';
 import { loadTasks, type LoadedTask } from '../load.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, DEFAULT_RETRIES, SUMMARY_WRITE_MS, resolveLimits } from '../options.js';
+import { turnTaker } from '../time.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
 import { parseBuiltinAgent } from '../agents/builtin.js';
@@ -220,8 +221,15 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     });
   };
   signal?.addEventListener('abort', withdraw, { once: true });
+  const canStart = (): boolean => next < pairs.length && !signal?.aborted && !failure;
+  // One rollout starts per turn of the event loop. Started all at once, the slots would run every
+  // rollout's synchronous start (run folder, world, agent preparation) back to back before any
+  // I/O is looked at, so no worker (and no sandbox) could begin before the last one was set up.
+  const nextTurn = turnTaker();
   const slot = async (): Promise<void> => {
-    while (next < pairs.length && !signal?.aborted && !failure) {
+    while (canStart()) {
+      await nextTurn();
+      if (!canStart()) break;
       const pair = pairs[next++]!;
       running++;
       try {

@@ -2,11 +2,12 @@
  * An eval's folder: `summary.json` (rewritten atomically as the eval goes) and `runs.jsonl` (one
  * line per run that ended, appended), which is what `--resume` and the reporters read back.
  */
-import { createWriteStream, existsSync, readFileSync, type WriteStream } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ulid } from 'ulid';
+import { newId } from '../ids.js';
 import { SiloError } from '../errors.js';
+import { AppendFile } from '../rollout/append-file.js';
 import { writeJsonAtomic } from '../rollout/artifacts.js';
 import type { EvalRunLine, EvalSummary } from '../types.js';
 
@@ -20,7 +21,7 @@ export function checkEvalId(id: string): string {
 
 /** A new eval's id: the one asked for (checked, and not taken), or a fresh ULID. */
 export function newEvalId(outDir: string, wanted: string | undefined): string {
-  if (wanted === undefined) return ulid();
+  if (wanted === undefined) return newId();
   checkEvalId(wanted);
   if (existsSync(new EvalStore(outDir, wanted).summaryFile)) {
     throw new SiloError('SILO_USAGE', `an eval ${wanted} already exists in ${outDir}; continue it with --resume ${wanted}, or choose another --eval-id`);
@@ -30,7 +31,7 @@ export function newEvalId(outDir: string, wanted: string | undefined): string {
 
 export class EvalStore {
   readonly dir: string;
-  #lines: WriteStream | undefined;
+  #lines: AppendFile | undefined;
 
   constructor(outDir: string, evalId: string) {
     this.dir = join(outDir, 'evals', evalId);
@@ -46,12 +47,11 @@ export class EvalStore {
 
   async open(): Promise<void> {
     await mkdir(this.dir, { recursive: true });
-    this.#lines = createWriteStream(this.runsFile, { flags: 'a' });
-    this.#lines.on('error', () => {});
+    this.#lines = new AppendFile(this.runsFile);
   }
 
   append(line: EvalRunLine): void {
-    this.#lines?.write(`${JSON.stringify(line)}\n`);
+    this.#lines?.append(`${JSON.stringify(line)}\n`);
   }
 
   writeSummary(summary: EvalSummary): Promise<void> {
@@ -59,9 +59,9 @@ export class EvalStore {
   }
 
   async close(): Promise<void> {
-    const stream = this.#lines;
+    const lines = this.#lines;
     this.#lines = undefined;
-    if (stream) await new Promise<void>((resolve) => stream.end(() => resolve()));
+    await lines?.close();
   }
 
   /** The summary of an existing eval, for `--resume`. */

@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ulid } from 'ulid';
+import { newId } from '../ids.js';
 import { SiloError } from '../errors.js';
 import type { ResultRecord, RunRecord, RunResult } from '../types.js';
 import { ARTIFACT_FILES, type ArtifactFiles } from './job.js';
@@ -79,7 +79,7 @@ export function writeRunFiles(outDir: string, runId: string, files: ArtifactFile
  */
 export function lostRun(taskId: string, message: string): RunResult {
   return {
-    runId: ulid(),
+    runId: newId(),
     runDir: '',
     taskId,
     status: 'error',

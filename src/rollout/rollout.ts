@@ -6,7 +6,7 @@ import { existsSync, statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { dirname, resolve } from 'node:path';
 import { randomInt } from 'node:crypto';
-import { ulid } from 'ulid';
+import { newId } from '../ids.js';
 import { SiloError, toErrorInfo } from '../errors.js';
 import { DEFAULT_OUT_DIR, resolveLimits, resolveSeed } from '../options.js';
 import { SILO_VERSION } from '../paths.js';
@@ -79,7 +79,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     ...(options.taskFile ? [{ path: dirname(resolve(options.taskFile)), what: "the task file's folder" }] : []),
     { path: outRoot, what: 'the artifacts folder' },
   ];
-  const runId = ulid();
+  const runId = newId();
   const artifacts = new RunArtifacts(outRoot, runId);
   const started = new Date();
   const t0 = performance.now();

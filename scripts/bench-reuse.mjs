@@ -1,0 +1,83 @@
+// `npm run bench:reuse`: the two --reuse-workers cases of `npm run bench`, alone and with more
+// detail, to profile them (`node --cpu-prof scripts/bench-reuse.mjs seq`).
+//   seq    sequential trivial rollouts on AgentPool({ maxThreads: 1, reuse: true }) (threads):
+//          median and mean per rollout, and this process's CPU per rollout (every thread)
+//   eval   runEval of 256 trials × concurrency 256 of bench/wait with reuseWorkers (the sandbox
+//          process by default; ISOLATION=thread for threads): wall, this process's CPU per
+//          rollout, and when the rollouts and their agents started (read back from the runs)
+// Arguments: [seq|eval|both] [rollouts for seq, default 300]. OUT=dir puts the artifacts there
+// (the file system matters: creating files is most of a rollout's host work on a slow disk).
+// Benchmarks print numbers; tests never assert timings.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
+import { AgentPool } from '../dist/src/pool/pool.js';
+
+const mode = process.argv[2] ?? 'both';
+const rollouts = Number(process.argv[3] ?? 300);
+const out = mkdtempSync(join(process.env.OUT ?? tmpdir(), 'silo-bench-reuse-'));
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const quantiles = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return [0, 0.5, 0.9, 1].map((q) => Math.round(s[Math.min(s.length - 1, Math.floor(q * s.length))])).join(' / ');
+};
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+if (mode === 'seq' || mode === 'both') {
+  const [trivial] = (await loadTasks(['fixtures/bench/tasks.mjs'])).filter((t) => t.task.id === 'bench/calls-0');
+  const pool = new AgentPool({ maxThreads: 1, reuse: true });
+  const run = () => runRollout({ task: trivial.task, agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool, seed: 1 });
+  for (let i = 0; i < 10; i++) await run();
+  const samples = [];
+  const c0 = cpuMs();
+  const t0 = performance.now();
+  for (let i = 0; i < rollouts; i++) {
+    const t = performance.now();
+    await run();
+    samples.push(performance.now() - t);
+  }
+  const wall = performance.now() - t0;
+  console.log(
+    `seq    ${rollouts} rollouts · median ${median(samples).toFixed(2)} ms · mean ${(wall / rollouts).toFixed(2)} ms · CPU ${((cpuMs() - c0) / rollouts).toFixed(2)} ms per rollout (all threads)`,
+  );
+  await pool.destroy();
+}
+
+if (mode === 'eval' || mode === 'both') {
+  const evalOut = join(out, 'eval');
+  const startedAt = Date.now();
+  const c0 = cpuMs();
+  const t0 = performance.now();
+  const summary = await runEval({
+    paths: ['fixtures/bench/tasks.mjs'],
+    task: ['bench/wait'],
+    agent: 'fixtures/agents/bench-waiter.mjs',
+    trials: 256,
+    concurrency: 256,
+    outDir: evalOut,
+    reuseWorkers: true,
+    isolation: process.env.ISOLATION ?? 'process',
+  });
+  const wall = performance.now() - t0;
+  const cpu = cpuMs() - c0;
+  if (summary.totals.passed !== 256) throw new Error(`passed ${summary.totals.passed} of 256`);
+  // Each run's start, and its agent's start (the worker took it), in ms since runEval was called.
+  const starts = [];
+  const agentStarts = [];
+  for (const id of readdirSync(join(evalOut, 'runs'))) {
+    const run = JSON.parse(readFileSync(join(evalOut, 'runs', id, 'run.json'), 'utf8'));
+    const events = readFileSync(join(evalOut, 'runs', id, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const returned = events.find((e) => e.type === 'agent_returned');
+    const start = Date.parse(run.startedAt) - startedAt;
+    starts.push(start);
+    agentStarts.push(start + returned.t - run.agentTimeMs);
+  }
+  console.log(`eval   256 rollouts · wall ${wall.toFixed(0)} ms (ideal 1000) · this process's CPU ${(cpu / 256).toFixed(2)} ms per rollout`);
+  console.log(`       rollouts started at ${quantiles(starts)} ms · their agents at ${quantiles(agentStarts)} ms (min / p50 / p90 / max)`);
+}
+rmSync(out, { recursive: true, force: true });
