@@ -127,6 +127,8 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     options.runner ??
     ((context) => {
       const pool = createRunner(options.isolation ?? 'process', { maxThreads: concurrency, reuse: record.reuseWorkers, ...(options.noNetwork ? { noNetwork: true } : {}) });
+      // The sandbox boots while the eval sets up its first rollouts.
+      pool.warm?.();
       return Promise.resolve(localRunner(context, pool, concurrency));
     });
   const runner = await makeRunner({

@@ -5,6 +5,7 @@
  * (src/queue/coordinator.ts) enqueues it for workers and writes back the artifacts they return.
  */
 import type { LoadedTask } from '../load.js';
+import { PreparedAgents } from '../pool/compile.js';
 import type { AgentRunner } from '../pool/pool.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { EvalOptionsRecord, RunResult } from '../types.js';
@@ -57,6 +58,7 @@ export type RunnerFactory = (context: RunnerContext) => Promise<RolloutRunner>;
 /** Runs each rollout on `pool`, in this process. */
 export function localRunner(context: RunnerContext, pool: AgentRunner, slots: number): RolloutRunner {
   const { record, outDir, evalId, signal, env } = context;
+  const preparedAgents = new PreparedAgents();
   return {
     slots,
     async run({ loaded, trial }) {
@@ -69,6 +71,7 @@ export function localRunner(context: RunnerContext, pool: AgentRunner, slots: nu
         ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
         outDir,
         pool,
+        preparedAgents,
         evalId,
         trial,
         ...(signal ? { signal } : {}),

@@ -117,6 +117,21 @@ export async function prepareAgent(agentPath: string): Promise<PreparedAgent> {
   return { modulePath: file, readable: readableFor(agentPath, [file, ...packages.map((p) => `${p}${sep}*`)]) };
 }
 
+/**
+ * Agents prepared once for many rollouts (an eval's): the folder scan and the compilation happen
+ * for the first rollout of each agent, not for all of them. Made per eval, so an agent edited
+ * between two evals is prepared again.
+ */
+export class PreparedAgents {
+  readonly #agents = new Map<string, Promise<PreparedAgent>>();
+
+  get(agentPath: string): Promise<PreparedAgent> {
+    let prepared = this.#agents.get(agentPath);
+    if (!prepared) this.#agents.set(agentPath, (prepared = prepareAgent(agentPath)));
+    return prepared;
+  }
+}
+
 /** Entries of an agent's folder looked at for links, at most. */
 const LINK_SCAN_LIMIT = 20_000;
 

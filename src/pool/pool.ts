@@ -4,6 +4,7 @@
  * ("worker exited") and starts a replacement in the background, so the next rollout usually
  * finds a warm, never-used thread.
  */
+import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { WORKER_ENTRY } from '../paths.js';
 import { PortLink, type Link } from './ends.js';
@@ -20,11 +21,20 @@ import { BRAND, type WorkerTask } from '../protocol.js';
 const DEFAULT_WARM_WORKERS = 2;
 
 /**
- * Agents one reused worker runs at once. Agents that wait on a model spend almost no time on the
- * thread, so a few threads carry many rollouts; thread start-up (~25 ms of CPU each) is what
- * bounds a single-use pool.
+ * Most agents one reused worker runs at once. Agents that wait on a model spend almost no time on
+ * the thread, so a few threads carry many rollouts; thread start-up (~25–35 ms of CPU each) is
+ * what bounds a single-use pool, and starting many threads at once delays every agent's start.
  */
-export const AGENTS_PER_REUSED_WORKER = 16;
+export const MAX_AGENTS_PER_REUSED_WORKER = 64;
+
+/**
+ * Agents per reused worker for `concurrency` rollouts at once: spread over the machine's cores (a
+ * thread per core at least, for agents that compute), at most MAX_AGENTS_PER_REUSED_WORKER each.
+ * 256 rollouts on 2 cores: 4 threads of 64; on 16 cores: 16 threads of 16.
+ */
+export function agentsPerReusedWorker(concurrency: number, cores = availableParallelism()): number {
+  return Math.min(MAX_AGENTS_PER_REUSED_WORKER, Math.max(1, Math.ceil(concurrency / Math.max(1, cores))));
+}
 
 /**
  * piscina's default balancer never puts a second task on a worker running one abortable task
@@ -34,9 +44,9 @@ export const AGENTS_PER_REUSED_WORKER = 16;
  */
 type Balancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
 type PoolWorker = Parameters<Balancer>[1][number];
-const sharingBalancer: Balancer = (_task, workers) => {
+const sharingBalancer = (perWorker: number): Balancer => (_task, workers) => {
   let best: PoolWorker | null = null;
-  let bestUsage = AGENTS_PER_REUSED_WORKER;
+  let bestUsage = perWorker;
   for (const worker of workers) {
     const usage = tasksOn(worker);
     if (usage < bestUsage) {
@@ -73,8 +83,8 @@ export interface AgentPoolOptions {
   /** Workers kept warm, ready for the next rollout. */
   minThreads?: number;
   /**
-   * Reuse workers across rollouts (a fresh agent module instance each time), running up to
-   * AGENTS_PER_REUSED_WORKER agents at once in one thread. Faster, but what an agent leaves in
+   * Reuse workers across rollouts (a fresh agent module instance each time), running several
+   * agents at once in one thread (agentsPerReusedWorker). Faster, but what an agent leaves in
    * its thread (globals, patched built-ins) reaches other rollouts, the heap limit is shared, and
    * terminating one agent that ignores its signal ends the others in its thread: trusted agents
    * only.
@@ -86,6 +96,8 @@ export interface AgentPoolOptions {
 export interface AgentRunner {
   /** A new link for one rollout: its `host` end goes to the HostChannel, the link to run(). */
   link(): Link;
+  /** Starts what the first rollout will need (a sandbox process) now, in the background. */
+  warm?(): void;
   /**
    * Starts `task` in a fresh worker connected to `link`, with a heap of `memoryMb`, `env` as its
    * whole `process.env` and read access to `readable` only; resolves when the worker is gone.
@@ -111,11 +123,15 @@ export class AgentPool implements AgentRunner {
    */
   readonly #pools = new Map<string, Piscina>();
   readonly #options: Required<AgentPoolOptions>;
+  /** Agents one worker runs at once: 1, or several when workers are reused. */
+  readonly #perWorker: number;
 
   constructor(options: AgentPoolOptions = {}) {
     const reuse = options.reuse ?? false;
     // maxThreads counts rollouts at once; reused workers each carry several.
-    const maxThreads = reuse ? Math.ceil((options.maxThreads ?? 64) / AGENTS_PER_REUSED_WORKER) : (options.maxThreads ?? 64);
+    const rollouts = options.maxThreads ?? 64;
+    this.#perWorker = reuse ? agentsPerReusedWorker(rollouts) : 1;
+    const maxThreads = Math.ceil(rollouts / this.#perWorker);
     this.#options = {
       maxThreads,
       minThreads: Math.min(options.minThreads ?? DEFAULT_WARM_WORKERS, maxThreads),
@@ -172,8 +188,8 @@ export class AgentPool implements AgentRunner {
         minThreads: this.#options.minThreads,
         maxThreads: this.#options.maxThreads,
         // One rollout per single-use worker, and its event loop stays free for its port.
-        concurrentTasksPerWorker: this.#options.reuse ? AGENTS_PER_REUSED_WORKER : 1,
-        ...(this.#options.reuse ? { loadBalancer: sharingBalancer } : {}),
+        concurrentTasksPerWorker: this.#perWorker,
+        ...(this.#options.reuse ? { loadBalancer: sharingBalancer(this.#perWorker) } : {}),
         atomics: 'disabled',
         // A copy: the worker's whole environment is exactly these variables.
         env: { ...env },

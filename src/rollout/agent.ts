@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { HostChannel, type DoneMessage } from '../pool/channel.js';
 import type { AgentRunner, WorkerExit } from '../pool/pool.js';
-import { prepareAgent, type PreparedAgent } from '../pool/compile.js';
+import { prepareAgent, type PreparedAgent, type PreparedAgents } from '../pool/compile.js';
 import type { Guard } from '../pool/permissions.js';
 import { describeError, SiloError } from '../errors.js';
 import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
@@ -50,6 +50,8 @@ export interface AgentPhaseOptions extends DriveOptions {
   agentOptions?: AgentOptions | undefined;
   /** Folders the agent must not be able to read; its worker refuses to load it if it can. */
   guard?: Guard[] | undefined;
+  /** Agents already prepared (an eval's); without it, the agent is prepared for this rollout. */
+  prepared?: PreparedAgents | undefined;
 }
 
 /** How the agent's part of the rollout went. */
@@ -75,7 +77,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   // A TypeScript agent is compiled here, on the host (its narrowed worker could not).
   let prepared: PreparedAgent;
   try {
-    prepared = await prepareAgent(opts.agentPath);
+    prepared = await (opts.prepared ? opts.prepared.get(opts.agentPath) : prepareAgent(opts.agentPath));
   } catch (err) {
     const error = { code: 'agent_load_error', message: err instanceof SiloError ? err.message : `cannot load ${opts.agentPath}: ${describeError(err)}` };
     trace.add({ type: 'agent_threw', error });

@@ -10,6 +10,7 @@ import { newId } from '../ids.js';
 import { SiloError, toErrorInfo } from '../errors.js';
 import { DEFAULT_OUT_DIR, resolveLimits, resolveSeed } from '../options.js';
 import { SILO_VERSION } from '../paths.js';
+import type { PreparedAgents } from '../pool/compile.js';
 import { sharedPool, type AgentRunner, type Isolation } from '../pool/pool.js';
 import type { AgentOptions, ErrorInfo, Limits, ResultRecord, RunRecord, RunResult, Task, Termination } from '../types.js';
 import { runAgent, type AgentDriver, type AgentPhase } from './agent.js';
@@ -63,6 +64,8 @@ export interface RolloutOptions {
   /** Set by evals. */
   evalId?: string;
   trial?: number;
+  /** Set by evals: each agent's folder is scanned and a TypeScript agent compiled once per eval. */
+  preparedAgents?: PreparedAgents;
 }
 
 /** Runs one task with one agent and writes its artifacts. Throws only for set-up errors. */
@@ -124,7 +127,8 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     // 4–6. The agent, in a worker of its own; its output.
     const drive: AgentDriver =
       options.drive ??
-      ((o) => runAgent({ ...o, pool: options.pool ?? sharedPool(options.isolation), agentPath: agent!.path, agentOptions: agent!.options, env, guard }));
+      ((o) =>
+        runAgent({ ...o, pool: options.pool ?? sharedPool(options.isolation), agentPath: agent!.path, agentOptions: agent!.options, env, guard, prepared: options.preparedAgents }));
     phase = await drive({ instruction: task.instruction, toolbox, limits, trace, signal: options.signal });
     if (phase.termination !== 'load_error' && phase.termination !== 'cancelled') {
       // 7. The diff. 8. The grade (also after a timeout or crash: the world as the agent left it).

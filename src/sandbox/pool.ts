@@ -123,6 +123,12 @@ export class SandboxPool implements AgentRunner {
     });
   }
 
+  /** Starts the sandbox process now (a failure shows at the first rollout, which tries again). */
+  warm(): void {
+    if (this.#destroyed) return;
+    this.#start().catch(() => {});
+  }
+
   /** The pid of the running sandbox process (`unshare`'s where namespaces are used), if any. */
   get pid(): number | undefined {
     return this.#child?.pid;
