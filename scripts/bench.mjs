@@ -9,10 +9,14 @@
 //                 structuredClone of the world vs Silo's own host work per rollout (all but the
 //                 user's createState and verify); and the host cost of one tool call with its
 //                 change records on each world (it should not grow with the world)
+// The artifacts go to a new folder under the system's temporary folder, or under OUT=dir. Creating
+// files is a good part of a short rollout's host work, and its cost varies a lot between file
+// systems (and, on some, with how many files were deleted in the last minutes): the bench measures
+// it first and prints it, so the reuse-mode and concurrency numbers can be read against it.
 // Benchmarks print numbers; tests never assert timings.
 import { spawn } from 'node:child_process';
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -23,7 +27,7 @@ import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.
 import { bindTools } from '../dist/src/rollout/tools.js';
 
 const json = process.argv.includes('--json');
-const out = mkdtempSync(join(tmpdir(), 'silo-bench-'));
+const out = mkdtempSync(join(process.env.OUT ?? tmpdir(), 'silo-bench-'));
 const log = (text) => {
   if (!json) process.stderr.write(`${text}\n`);
 };
@@ -155,6 +159,22 @@ function treeRss() {
   }
   return total;
 }
+
+/** What the file system charges for a run folder's first file: mkdir, write, rename; µs each. */
+function fileCreationUs(n) {
+  const dir = mkdtempSync(join(out, 'fs-'));
+  const t = performance.now();
+  for (let i = 0; i < n; i++) {
+    const folder = join(dir, String(i));
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'run.json.tmp'), '{"status":"running"}\n');
+    renameSync(join(folder, 'run.json.tmp'), join(folder, 'run.json'));
+  }
+  const us = ((performance.now() - t) / n) * 1000;
+  rmSync(dir, { recursive: true, force: true });
+  return us;
+}
+const fsUs = fileCreationUs(200);
 
 const byId = async (file) => new Map((await loadTasks([file])).map((t) => [t.task.id, t.task]));
 const bench = await byId('fixtures/bench/tasks.mjs');
@@ -329,6 +349,7 @@ rmSync(out, { recursive: true, force: true });
 
 const result = {
   node: process.versions.node,
+  fileSystem: { dir: out, folderWithFileUs: round(fsUs, 0) },
   toolCall: {
     bareRttUs: round(bareRttUs, 1),
     siloUs: round(siloUs, 1),
@@ -362,7 +383,8 @@ if (json) {
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 } else {
   const r = result;
-  console.log(`Silo bench · node ${r.node} · ${new Date().toISOString()}\n`);
+  console.log(`Silo bench · node ${r.node} · ${new Date().toISOString()}`);
+  console.log(`artifacts in ${r.fileSystem.dir}: a folder with one file (mkdir, write, rename) costs ${r.fileSystem.folderWithFileUs} µs here now\n`);
   console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5)`);
   console.log(`              through the sandbox process ${r.toolCall.sandboxUs} µs · the same hops without Silo ${r.toolCall.bareProcessRttUs} µs · ratio ${r.toolCall.sandboxRatio}`);
   console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms`);
