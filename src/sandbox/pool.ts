@@ -85,8 +85,10 @@ export class SandboxPool implements AgentRunner {
     readable: readonly string[],
   ): Promise<WorkerExit> {
     if (!(link instanceof RelayLink)) throw new Error('a sandbox runs rollouts on links it made (SandboxPool.link())');
-    // Counted while the sandbox starts too, so that it keeps the host alive meanwhile.
+    // Counted while the sandbox starts too, so that it keeps the host alive meanwhile (a sandbox
+    // started early by warm() is not held until a rollout waits for it).
     this.#waiting++;
+    this.#hold();
     let child: ChildProcess;
     try {
       child = await this.#start();
@@ -126,7 +128,12 @@ export class SandboxPool implements AgentRunner {
   /** Starts the sandbox process now (a failure shows at the first rollout, which tries again). */
   warm(): void {
     if (this.#destroyed) return;
-    this.#start().catch(() => {});
+    try {
+      this.#start().catch(() => {});
+    } catch {
+      // (a sandbox that cannot even be spawned, say --no-network without namespaces) the same
+      // error ends the first rollout, with its message
+    }
   }
 
   /** The pid of the running sandbox process (`unshare`'s where namespaces are used), if any. */

@@ -243,19 +243,32 @@ describe('the sandbox process', () => {
     }
   }, 30_000);
 
-  it('does not keep an API user\'s process alive once its rollouts are done', async () => {
-    const script = `
-      import { loadTasks, runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
-      const [first] = await loadTasks([${JSON.stringify(fileURLToPath(new URL('../../fixtures/helpdesk/tasks.ts', import.meta.url)))}]);
-      const r = await runRollout({ task: first.task, agent: ${JSON.stringify(fixture('helpdesk-solver.ts'))}, outDir: ${JSON.stringify(out.dir)} });
-      console.log(r.status);`;
-    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 30_000 }, (err, stdout) =>
+  /** Runs an ES module script in a plain node process (nothing else keeps its event loop alive). */
+  const script = (body: string): Promise<{ code: number | null; stdout: string }> =>
+    new Promise((resolve) => {
+      const source = `import * as silo from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};\n${body}`;
+      execFile(process.execPath, ['--input-type=module', '-e', source], { timeout: 30_000 }, (err, stdout) =>
         resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout }),
       );
     });
+
+  it('does not keep an API user\'s process alive once its rollouts are done', async () => {
+    const { code, stdout } = await script(`
+      const [first] = await silo.loadTasks([${JSON.stringify(fileURLToPath(new URL('../../fixtures/helpdesk/tasks.ts', import.meta.url)))}]);
+      const r = await silo.runRollout({ task: first.task, agent: ${JSON.stringify(fixture('helpdesk-solver.ts'))}, outDir: ${JSON.stringify(out.dir)} });
+      console.log(r.status);`);
     expect(code).toBe(0);
     expect(stdout.trim()).toBe('passed');
+  }, 40_000);
+
+  it('keeps an API user\'s process alive while its eval runs (the eval starts its sandbox early)', async () => {
+    // Node ends a process whose event loop is empty, even under an awaited eval (exit code 13):
+    // a sandbox started before its first rollout must be held once a rollout waits for it.
+    const { code, stdout } = await script(`
+      const summary = await silo.runEval({ paths: [${JSON.stringify(fileURLToPath(new URL('../../fixtures/helpdesk/tasks.ts', import.meta.url)))}], task: ['helpdesk/close-ticket'], agent: ${JSON.stringify(fixture('helpdesk-solver.ts'))}, trials: 2, outDir: ${JSON.stringify(out.dir)} });
+      console.log(summary.totals.passed);`);
+    expect(code).toBe(0);
+    expect(stdout.trim()).toBe('2');
   }, 40_000);
 
   it('is the default of silo run; --isolation thread keeps workers in the process; anything else is a usage error', async () => {
