@@ -101,15 +101,12 @@ export class SandboxPool implements AgentRunner {
     return new Promise<WorkerExit>((resolve) => {
       this.#runs.set(id, { link, resolve, child, maxFrameBytes: 3 * maxChars + 64 });
       this.#hold();
-      link.connect((m) => this.#links.get(child)?.writer.toWorker(id, m));
       let killer: NodeJS.Timeout | undefined;
       const onTerminate = (): void => {
         this.#send(child, { t: 'terminate', id });
         // A worker stuck in a system call outlives terminate(): then its whole sandbox goes.
         killer = setTimeout(() => child.kill('SIGKILL'), SANDBOX_KILL_MS);
       };
-      if (terminate.aborted) onTerminate();
-      else terminate.addEventListener('abort', onTerminate, { once: true });
       const done = this.#runs.get(id)!;
       done.resolve = (exit) => {
         clearTimeout(killer);
@@ -122,6 +119,11 @@ export class SandboxPool implements AgentRunner {
         return;
       }
       this.#send(child, { t: 'run', id, task, memoryMb, env: { ...env }, readable: [...readable] });
+      // Only now what is for the worker (an abort sent while the sandbox started, say), and a
+      // terminate: before its 'run', the sandbox would not know the rollout and drop them.
+      link.connect((m) => this.#links.get(child)?.writer.toWorker(id, m));
+      if (terminate.aborted) onTerminate();
+      else terminate.addEventListener('abort', onTerminate, { once: true });
     });
   }
 

@@ -130,6 +130,21 @@ describe('the sandbox process', () => {
     await expectAlive();
   });
 
+  it('delivers an abort sent while its sandbox was starting, after the rollout reaches it', async () => {
+    const cold = new SandboxPool();
+    try {
+      const cancel = new AbortController();
+      cancel.abort();
+      const world = testWorld();
+      // A grace period long enough that only the abort itself can end the agent in time.
+      const r = await runRollout({ task: world.task, agent: fixture('hostile/returns-on-abort.ts'), outDir: out.dir, pool: cold, signal: cancel.signal, limits: { ...FAST, graceMs: 20_000 } });
+      expect(r.termination).toBe('cancelled');
+      expect(r.output).toBe('partial');
+    } finally {
+      await cold.destroy();
+    }
+  });
+
   it('ends a rollout whose sandbox cannot start as crashed, and does not hang on its port', async () => {
     const gone = new SandboxPool();
     await gone.destroy();
