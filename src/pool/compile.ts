@@ -127,7 +127,11 @@ export class PreparedAgents {
 
   get(agentPath: string): Promise<PreparedAgent> {
     let prepared = this.#agents.get(agentPath);
-    if (!prepared) this.#agents.set(agentPath, (prepared = prepareAgent(agentPath)));
+    if (!prepared) {
+      this.#agents.set(agentPath, (prepared = prepareAgent(agentPath)));
+      // A failure may pass (a full disk while compiling): the next rollout tries again.
+      prepared.catch(() => this.#agents.delete(agentPath));
+    }
     return prepared;
   }
 }

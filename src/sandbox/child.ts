@@ -29,7 +29,9 @@ link.on('data', (chunk: Buffer) => {
   if (keyBytes.length < KEY_BYTES) return;
   const key = keyBytes.subarray(0, KEY_BYTES);
   writer = new FrameWriter(link, key, TO_HOST);
-  reader = new FrameReader(key, TO_SANDBOX, () => true, receive, broken);
+  // The host's frames carry tool results of any size, but not gigabytes: a length past 1 GiB is
+  // bytes read out of place (an agent took some), not a frame.
+  reader = new FrameReader(key, TO_SANDBOX, (length) => length <= 2 ** 30, receive, broken);
   send({ t: 'ready' });
   if (keyBytes.length > KEY_BYTES) reader.push(keyBytes.subarray(KEY_BYTES));
   keyBytes = Buffer.alloc(0);
@@ -50,6 +52,9 @@ process.on('SIGUSR1', () => {});
 // host, which kills it with SIGKILL, or its link to the host closing.
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => {});
 
+/** How much of a worker's exit message goes to the host, characters. */
+const EXIT_MESSAGE_CHARS = 4_096;
+
 /** What the sandbox relays for one rollout at most, characters; past it, messages are dropped. */
 const RELAY_BUDGET_CHARS = 256 * 2 ** 20;
 
@@ -65,6 +70,7 @@ function receive(frame: Incoming): void {
   if (frame.kind !== 'message') return;
   const msg = frame.message as ToSandbox;
   if (msg.t === 'run') start(msg);
+  else if (msg.t === 'ping') send({ t: 'pong' });
   else if (msg.t === 'terminate') runs.get(msg.id)?.terminate.abort('the grace period is over');
 }
 
@@ -93,6 +99,7 @@ function start({ id, task, memoryMb, env, readable }: Extract<ToSandbox, { t: 'r
     clearTimeout(timer);
     runs.delete(id);
     link.host.close();
-    send({ t: 'exit', id, exit });
+    // A worker's exit can quote an agent's error of any length: a few KiB say enough.
+    send({ t: 'exit', id, exit: { ...exit, message: exit.message.slice(0, EXIT_MESSAGE_CHARS) } });
   });
 }

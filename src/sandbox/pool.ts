@@ -13,6 +13,7 @@ import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { PACKAGE_ROOT } from '../paths.js';
 import { MESSAGE_ENVELOPE_BYTES, SANDBOX_KILL_MS } from '../options.js';
 import { RelayLink, type Link } from '../pool/ends.js';
@@ -26,6 +27,12 @@ const CHILD_ENTRY = join(PACKAGE_ROOT, 'dist', 'src', 'sandbox', 'child.js');
 const STDERR_KEPT = 4_096;
 /** How often the host pings a sandbox that has rollouts (a frame an agent took is then missed). */
 const PING_MS = 1_000;
+/**
+ * A sandbox with rollouts that sends no frame for this long (not even the answer to a ping) is
+ * ended: an agent has blocked its link (a length header with no frame after it, or bytes read out
+ * of place). Its rollouts end crashed, which evals retry, instead of waiting out their limits.
+ */
+const SILENCE_MS = 10_000;
 /** The smallest cap on a frame from the sandbox, bytes (its control messages are far smaller). */
 const MIN_FRAME_BYTES = 64 * 1024;
 
@@ -37,6 +44,8 @@ export interface SandboxOptions extends SandboxPoolOptions {
   warn?: (message: string) => void;
   /** Use Linux namespaces: `auto` (default) where `unshare` works, or never. */
   namespaces?: 'auto' | 'never';
+  /** How long a sandbox with rollouts may send nothing before it is ended, ms. Default 10 000. */
+  silenceMs?: number;
 }
 
 interface Run {
@@ -186,11 +195,13 @@ export class SandboxPool implements AgentRunner {
     socket.write(key);
     const sandbox: Sandbox = { child, writer: new FrameWriter(socket, key, TO_SANDBOX) };
     this.#links.set(child, sandbox);
-    const onBroken = (reason: string): void => {
-      // Only an agent writes what does not open: the sandbox is ended, its rollouts crash.
-      sandbox.ended = `it sent ${reason}: an agent wrote to its descriptors`;
+    const end = (why: string): void => {
+      sandbox.ended ??= why;
       child.kill('SIGKILL');
     };
+    // The sandbox's own frames always open and fit: what does not is an agent's writing.
+    const onBroken = (reason: string): void => end(`it sent ${reason}, as an agent writing to its descriptors does`);
+    let heardAt = performance.now();
     socket.on('error', () => {});
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => {
@@ -210,14 +221,27 @@ export class SandboxPool implements AgentRunner {
       child.once('exit', (code, signal) => reject(new Error(`the sandbox process ended as it started (${signal ?? `exit code ${code}`})`)));
       const allows = (length: number): boolean => length <= MIN_FRAME_BYTES || length <= this.#maxFrameBytes(child);
       const reader = new FrameReader(key, TO_HOST, allows, (frame) => {
+        heardAt = performance.now();
         const msg = this.#fromFrame(frame);
         if (msg?.t === 'ready') resolve();
         else if (msg) this.#fromChild(child, msg);
       }, onBroken);
       socket.on('data', (chunk: Buffer) => reader.push(chunk));
     });
+    let tickAt = performance.now();
     const ping = setInterval(() => {
-      if ([...this.#runs.values()].some((run) => run.child === child)) this.#send(child, { t: 'ping' });
+      const now = performance.now();
+      // A host that was blocked itself (a long verify) has not heard what came meanwhile: its
+      // silence is not the sandbox's.
+      if (now - tickAt > 2 * PING_MS) heardAt = now;
+      tickAt = now;
+      if (![...this.#runs.values()].some((run) => run.child === child)) {
+        heardAt = now;
+        return;
+      }
+      const silenceMs = this.#options.silenceMs ?? SILENCE_MS;
+      if (now - heardAt > silenceMs) return end(`it sent nothing for ${silenceMs / 1000} s, not even an answer to a ping: an agent blocked its link`);
+      this.#send(child, { t: 'ping' });
     }, PING_MS);
     ping.unref();
     child.on('exit', (code, signal) => {

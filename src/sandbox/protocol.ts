@@ -20,12 +20,17 @@ export type ToSandbox =
   | { t: 'to'; id: number; m: unknown }
   /** The grace period is over: terminate the rollout's worker. */
   | { t: 'terminate'; id: number }
-  /** Sent every second while rollouts run, so that a frame an agent took is missed soon. */
+  /**
+   * Sent every second while rollouts run: a frame an agent took is missed at the next one, and a
+   * sandbox that stops answering (its link blocked or read by an agent) is ended.
+   */
   | { t: 'ping' };
 
 /** What the sandbox tells the host. */
 export type FromSandbox =
   | { t: 'ready' }
+  /** The answer to a ping: the link still carries frames both ways. */
+  | { t: 'pong' }
   /** A message from the rollout's worker (JSON text), in the order it was sent. */
   | { t: 'from'; id: number; m: unknown }
   /** The rollout's worker is gone; every `from` of it came before. */

@@ -111,6 +111,35 @@ describe('the sandbox process', () => {
     await expectAlive();
   });
 
+  it('ends a sandbox whose link an agent blocks, so its neighbours crash (and are retried) instead of timing out', async () => {
+    // A length header with no frame after it: the host would take every later message for its body.
+    const quiet = new SandboxPool({ silenceMs: 2_000 });
+    try {
+      const limits = { ...FAST, timeoutMs: 60_000 };
+      const neighbours = [0, 1].map(() => runRollout({ task: testWorld().task, agent: fixture('bench-waiter.mjs'), outDir: out.dir, pool: quiet, limits }));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const blocker = runRollout({ task: testWorld().task, agent: fixture('hostile/blocks-link.mjs'), outDir: out.dir, pool: quiet, limits });
+      const started = Date.now();
+      for (const r of await Promise.all([...neighbours, blocker])) {
+        expect(r.termination).toBe('crashed');
+        expect(r.error?.message).toMatch(/sent nothing for 2 s.*an agent blocked its link/);
+      }
+      // Well before the 60 s limit (the silence, a ping or two, the kill).
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      await quiet.destroy();
+    }
+  }, 40_000);
+
+  it('passes on a worker\'s death over a huge uncaught error without ending its neighbours', async () => {
+    const limits = { ...FAST, timeoutMs: 10_000, memoryMb: 256 };
+    const neighbour = runRollout({ task: testWorld().task, agent: fixture('bench-waiter.mjs'), outDir: out.dir, pool: sandbox, limits });
+    const thrower = await runRollout({ task: testWorld().task, agent: fixture('hostile/throws-huge-uncaught.mjs'), outDir: out.dir, pool: sandbox, limits });
+    expect(thrower.termination).toBe('crashed');
+    expect(thrower.error!.message.length).toBeLessThan(10_000);
+    expect((await neighbour).output).toBe('waited');
+  });
+
   it('lets no agent read the messages meant for other rollouts off the sandbox\'s descriptors', async () => {
     const thief = roll(fixture('hostile/reads-neighbours.mjs'), { ...FAST, timeoutMs: 10_000 });
     await new Promise((resolve) => setTimeout(resolve, 300));
