@@ -26,14 +26,17 @@ let keyBytes = Buffer.alloc(0);
 link.on('data', (chunk: Buffer) => {
   if (reader) return reader.push(chunk);
   keyBytes = Buffer.concat([keyBytes, chunk]);
+  chunk.fill(0);
   if (keyBytes.length < KEY_BYTES) return;
-  const key = keyBytes.subarray(0, KEY_BYTES);
+  // A copy of its own; the bytes it came in are wiped (hygiene: no agent shares this thread's heap).
+  const key = Buffer.from(keyBytes.subarray(0, KEY_BYTES));
   writer = new FrameWriter(link, key, TO_HOST);
   // The host's frames carry tool results of any size, but not gigabytes: a length past 1 GiB is
   // bytes read out of place (an agent took some), not a frame.
   reader = new FrameReader(key, TO_SANDBOX, (length) => length <= 2 ** 30, receive, broken);
   send({ t: 'ready' });
   if (keyBytes.length > KEY_BYTES) reader.push(keyBytes.subarray(KEY_BYTES));
+  keyBytes.fill(0);
   keyBytes = Buffer.alloc(0);
 });
 // The host is gone (or closed the link): nothing here may outlive it.
