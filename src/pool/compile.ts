@@ -4,20 +4,30 @@
  * imports are bundled in; packages stay imports, pinned to the absolute path the host resolved,
  * so the compiled file can live outside the agent's folder. Workers then load plain JavaScript
  * (and no longer pay ~100 ms to register a TypeScript loader).
+ *
+ * The compiled module still reads as the agent's own files: `import.meta.url`, `.filename` and
+ * `.dirname` in each of its modules name that module's source file (an agent finds the files next
+ * to it, a prompt say), and the host maps the stack traces it records back to the TypeScript with
+ * the compiler's source map (source-map.ts).
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, sep } from 'node:path';
+import type { SourceMapPayload } from 'node:module';
+import { dirname, extname, join, resolve, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { SiloError } from '../errors.js';
 import { isTypeScript } from '../typescript.js';
 import { readableFor } from './permissions.js';
+import { StackMapper, type Shift } from './source-map.js';
 
 /** A compiled agent: the module to load, and the package folders it imports from. */
 export interface CompiledAgent {
   file: string;
   /** Folders of the packages it imports, as resolved (for the worker's read permissions). */
   packages: string[];
+  /** Maps the compiled module's positions in stack traces to the agent's own files. */
+  stacks: StackMapper;
 }
 
 const compiled = new Map<string, Promise<CompiledAgent>>();
@@ -35,22 +45,53 @@ export function compileAgent(path: string): Promise<CompiledAgent> {
   return job;
 }
 
+/** Where `import.meta.url`, `.filename` and `.dirname` of an agent's module are found once compiled. */
+const META = { url: '__siloMetaUrl', filename: '__siloMetaFilename', dirname: '__siloMetaDirname' } as const;
+
+/** esbuild's loader for an agent's own module, by extension (modules it does not name load as usual). */
+const LOADERS: Record<string, 'ts' | 'tsx' | 'js' | 'jsx'> = { '.ts': 'ts', '.mts': 'ts', '.cts': 'ts', '.tsx': 'tsx', '.js': 'js', '.mjs': 'js', '.cjs': 'js', '.jsx': 'jsx' };
+
 async function build(path: string, key: string): Promise<CompiledAgent> {
   const esbuild = await import('esbuild');
+  const dir = compiledFolder();
   const packages = new Set<string>();
+  const shifts = new Map<string, Shift>();
   let result: Awaited<ReturnType<typeof esbuild.build>>;
   try {
     result = await esbuild.build({
       entryPoints: [path],
       bundle: true,
       write: false,
+      // Not written there: what the source map's paths are relative to (made absolute below).
+      outfile: join(dir, 'agent.mjs'),
+      sourcemap: 'external',
+      sourcesContent: false,
       format: 'esm',
       platform: 'node',
       target: `node${process.versions.node.split('.')[0]}`,
       // require() (import x = require('pkg'), CommonJS code bundled in) works in the ES module too.
       banner: { js: "import { createRequire as __siloCreateRequire } from 'node:module'; const require = __siloCreateRequire(import.meta.url);" },
+      define: { 'import.meta.url': META.url, 'import.meta.filename': META.filename, 'import.meta.dirname': META.dirname },
       logLevel: 'silent',
       plugins: [
+        {
+          name: 'silo-import-meta',
+          setup(b) {
+            // Each module of the agent's own that speaks of import.meta gets its own values, in
+            // front of its first line (after a shebang), so no line moves; esbuild keeps the names
+            // of different modules apart when it bundles them.
+            b.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, (args) => {
+              const loader = LOADERS[extname(args.path)];
+              if (!loader || args.path.includes(`${sep}node_modules${sep}`)) return undefined;
+              const source = readFileSync(args.path, 'utf8');
+              if (!source.includes('import.meta')) return undefined;
+              const meta = `const ${META.url} = ${JSON.stringify(pathToFileURL(args.path).href)}, ${META.filename} = ${JSON.stringify(args.path)}, ${META.dirname} = ${JSON.stringify(dirname(args.path))};`;
+              const shebang = source.startsWith('#!') ? source.slice(0, source.indexOf('\n') + 1) : '';
+              shifts.set(args.path, { line: shebang === '' ? 0 : 1, chars: meta.length });
+              return { contents: `${shebang}${meta}${source.slice(shebang.length)}`, loader };
+            });
+          },
+        },
         {
           name: 'silo-packages',
           setup(b) {
@@ -75,7 +116,20 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
     const where = first?.location ? ` (${first.location.file}:${first.location.line})` : '';
     throw new SiloError('SILO_AGENT_LOAD_FAILED', `cannot compile the agent ${path}: ${first?.text ?? (err as Error).message}${where}`);
   }
-  const code = result.outputFiles?.[0]?.text ?? '';
+  const outputs = result.outputFiles ?? [];
+  const code = outputs.find((o) => !o.path.endsWith('.map'))?.text.replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n') ?? '';
+  const map = JSON.parse(outputs.find((o) => o.path.endsWith('.map'))?.text ?? '{"version":3,"sources":[],"names":[],"mappings":""}') as SourceMapPayload;
+  map.sources = map.sources.map((source) => resolve(dir, source));
+  const name = createHash('sha256').update(key).update(code).digest('hex').slice(0, 24);
+  const file = join(dir, `${name}.mjs`);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, code);
+  renameSync(tmp, file);
+  return { file, packages: [...packages], stacks: new StackMapper(file, map, shifts) };
+}
+
+/** The private folder compiled agents are written to (made if missing). */
+function compiledFolder(): string {
   const dir = join(tmpdir(), `silo-agents-${process.getuid?.() ?? 'user'}`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // Another user of this machine must not have made (or be able to write) the folder agents load from.
@@ -83,12 +137,7 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
   if (!folder.isDirectory() || (process.getuid && folder.uid !== process.getuid()) || (folder.mode & 0o022) !== 0) {
     throw new SiloError('SILO_AGENT_LOAD_FAILED', `${dir} (where compiled agents are kept) is not a private folder of this user; remove it or set TMPDIR elsewhere`);
   }
-  const name = createHash('sha256').update(key).update(code).digest('hex').slice(0, 24);
-  const file = join(dir, `${name}.mjs`);
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, code);
-  renameSync(tmp, file);
-  return { file, packages: [...packages] };
+  return dir;
 }
 
 /** The folder of the package a resolved file belongs to (the folder under node_modules). */
@@ -107,14 +156,16 @@ export interface PreparedAgent {
   modulePath: string;
   /** Read permissions of its worker (see readableFor). */
   readable: string[];
+  /** Its stack traces (and messages that quote them) as the user wrote the agent. */
+  mapStack: (text: string) => string;
 }
 
 /** Compiles a TypeScript agent and works out its worker's read permissions. */
 export async function prepareAgent(agentPath: string): Promise<PreparedAgent> {
   refuseEscapingLinks(dirname(agentPath));
-  if (!isTypeScript(agentPath)) return { modulePath: agentPath, readable: readableFor(agentPath) };
-  const { file, packages } = await compileAgent(agentPath);
-  return { modulePath: file, readable: readableFor(agentPath, [file, ...packages.map((p) => `${p}${sep}*`)]) };
+  if (!isTypeScript(agentPath)) return { modulePath: agentPath, readable: readableFor(agentPath), mapStack: (text) => text };
+  const { file, packages, stacks } = await compileAgent(agentPath);
+  return { modulePath: file, readable: readableFor(agentPath, [file, ...packages.map((p) => `${p}${sep}*`)]), mapStack: (text) => stacks.map(text) };
 }
 
 /**

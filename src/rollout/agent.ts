@@ -112,7 +112,9 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     {
       call: (msg) => calls.handle(msg),
       log: (msg) => {
-        const message = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}… (truncated)` : msg.message;
+        const text = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}… (truncated)` : msg.message;
+        // A log can quote a stack (console.error(err)): in the agent's own files too.
+        const message = prepared.mapStack(text);
         if (!keepLog(message.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return false;
         trace.add({
           type: 'agent_log',
@@ -123,7 +125,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
         return true;
       },
       exiting: (reason) => {
-        exitReason ??= reason;
+        exitReason ??= prepared.mapStack(reason);
       },
       started: () => {
         startedAt ??= performance.now();
@@ -191,7 +193,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   };
   const fired = guard.fired?.termination;
 
-  if (done) return { ...base, ...fromCompletion(done, fired, limits, trace) };
+  if (done) return { ...base, ...fromCompletion(done, fired, limits, trace, prepared.mapStack) };
 
   // No completion: the worker was terminated after a limit, ran out of memory, or died.
   if (fired) return { ...base, termination: fired, output: null, outputTruncated: false };
@@ -213,14 +215,15 @@ function fromCompletion(
   fired: Termination | undefined,
   limits: Limits,
   trace: Trace,
+  mapStack: (text: string) => string,
 ): Pick<AgentPhase, 'termination' | 'output' | 'outputTruncated' | 'error'> {
   if (done.outcome === 'load_error') {
-    const error = capError(done.error, 'agent_load_error');
+    const error = capError(done.error, 'agent_load_error', mapStack);
     trace.add({ type: 'agent_threw', error });
     return { termination: 'load_error', output: null, outputTruncated: false, error };
   }
   if (done.outcome === 'threw') {
-    const error = capError(done.error, 'agent_threw');
+    const error = capError(done.error, 'agent_threw', mapStack);
     trace.add({ type: 'agent_threw', error });
     return { termination: (fired as AgentPhase['termination'] | undefined) ?? 'threw', output: null, outputTruncated: false, error };
   }
@@ -238,10 +241,11 @@ function fromCompletion(
   return { termination: (fired as AgentPhase['termination'] | undefined) ?? 'returned', output: captured.output, outputTruncated: truncated };
 }
 
-function capError(error: ErrorInfo | undefined, code: string): ErrorInfo {
+/** The worker's report of an error, checked, with positions in the agent's own files (see source-map.ts). */
+function capError(error: ErrorInfo | undefined, code: string, mapStack: (text: string) => string): ErrorInfo {
   // The worker's report is not trusted: a message that is not text is not turned into text.
-  const message = (typeof error?.message === 'string' ? error.message : 'unknown error').slice(0, LOG_MESSAGE_MAX_CHARS);
+  const message = mapStack((typeof error?.message === 'string' ? error.message : 'unknown error').slice(0, LOG_MESSAGE_MAX_CHARS)).slice(0, LOG_MESSAGE_MAX_CHARS);
   const out: ErrorInfo = { code: typeof error?.code === 'string' ? error.code : code, message };
-  if (typeof error?.stack === 'string') out.stack = error.stack.slice(0, LOG_MESSAGE_MAX_CHARS);
+  if (typeof error?.stack === 'string') out.stack = mapStack(error.stack.slice(0, LOG_MESSAGE_MAX_CHARS)).slice(0, LOG_MESSAGE_MAX_CHARS);
   return out;
 }

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { check, defineTool, loadTasks, runRollout, SiloError, type Task } from '../../src/index.js';
 import { applyChanges, type Change } from '../../src/rollout/diff.js';
@@ -217,6 +218,38 @@ describe('agents', () => {
     const r = await runRollout({ task: world.task, agent: agent('imports.ts'), outDir: out.dir });
     expect(r.termination).toBe('returned');
     expect(r.output).toBe('hello agent 26');
+  });
+
+  it("gives each module of a TypeScript agent its own source file as import.meta, so it reads the files next to it", async () => {
+    const r = await runRollout({ task: testWorld({ instruction: 'where' }).task, agent: agent('ts-meta/agent.ts'), outDir: out.dir });
+    expect(r.termination).toBe('returned');
+    const folder = resolve('fixtures/agents/ts-meta');
+    const seen = JSON.parse(r.output!) as Record<string, unknown>;
+    expect(seen).toEqual({
+      prompt: 'Answer carefully.',
+      agent: { url: pathToFileURL(join(folder, 'agent.ts')).href, filename: join(folder, 'agent.ts'), dirname: folder },
+      helper: { url: pathToFileURL(join(folder, 'lib', 'helper.ts')).href, filename: join(folder, 'lib', 'helper.ts'), dirname: join(folder, 'lib') },
+    });
+  });
+
+  it("points a TypeScript agent's stack trace at its own source lines", async () => {
+    const r = await runRollout({ task: testWorld({ instruction: 'throw' }).task, agent: agent('ts-meta/agent.ts'), outDir: out.dir });
+    expect(r.termination).toBe('threw');
+    const threw = eventsOf(readRunFiles(r.runDir).trace, 'agent_threw')[0]!;
+    expect(threw.error.message).toBe('refused: Answer carefully.');
+    const folder = resolve('fixtures/agents/ts-meta');
+    // helper.ts line 7 throws; agent.ts line 12 called it.
+    expect(threw.error.stack).toContain(`${join(folder, 'lib', 'helper.ts')}:7:`);
+    expect(threw.error.stack).toContain(`${join(folder, 'agent.ts')}:12:`);
+    expect(threw.error.stack).not.toContain('silo-agents');
+  });
+
+  it("points the stacks a TypeScript agent logs at its own source lines", async () => {
+    const r = await runRollout({ task: testWorld({ instruction: 'log' }).task, agent: agent('ts-meta/agent.ts'), outDir: out.dir });
+    expect(r.termination).toBe('returned');
+    const logged = eventsOf(readRunFiles(r.runDir).trace, 'agent_log').map((e) => e.message).join('\n');
+    expect(logged).toContain('Error: noted');
+    expect(logged).toContain(`${join(resolve('fixtures/agents/ts-meta'), 'agent.ts')}:13:`);
   });
 
   it('says where a TypeScript agent does not compile, as a load_error', async () => {
