@@ -69,15 +69,17 @@ if (mode === 'eval' || mode === 'both') {
   // Each run's start, and its agent's start (the worker took it), in ms since runEval was called.
   const starts = [];
   const agentStarts = [];
+  const ends = [];
   for (const id of readdirSync(join(evalOut, 'runs'))) {
     const run = JSON.parse(readFileSync(join(evalOut, 'runs', id, 'run.json'), 'utf8'));
     const events = readFileSync(join(evalOut, 'runs', id, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     const returned = events.find((e) => e.type === 'agent_returned');
     const start = Date.parse(run.startedAt) - startedAt;
     starts.push(start);
+    ends.push(Date.parse(run.finishedAt) - startedAt);
     agentStarts.push(start + returned.t - run.agentTimeMs);
   }
   console.log(`eval   256 rollouts · wall ${wall.toFixed(0)} ms (ideal 1000) · this process's CPU ${(cpu / 256).toFixed(2)} ms per rollout`);
-  console.log(`       rollouts started at ${quantiles(starts)} ms · their agents at ${quantiles(agentStarts)} ms (min / p50 / p90 / max)`);
+  console.log(`       rollouts started at ${quantiles(starts)} ms · their agents at ${quantiles(agentStarts)} ms · finished at ${quantiles(ends)} ms (min / p50 / p90 / max)`);
 }
 rmSync(out, { recursive: true, force: true });
