@@ -273,7 +273,9 @@ export type DiagnosisCode =
   | 'timeout'
   | 'tool_call_limit'
   | 'crashed'
-  | 'out_of_memory';
+  | 'out_of_memory'
+  | 'threw'
+  | 'load_error';
 
 /** One finding of a run's diagnosis: how it went wrong, and where. */
 export interface Diagnosis {

@@ -114,6 +114,11 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
   } else if (termination === 'crashed') {
     const threw = trace.find((e) => e.type === 'agent_threw');
     findings.push({ code: 'crashed', ...(threw ? { seq: threw.seq } : {}), message: threw?.type === 'agent_threw' ? threw.error.message : "the agent's worker ended before it returned" });
+  } else if (termination === 'threw' || termination === 'load_error') {
+    // No answer came: what the agent threw (or why it did not load) is the first thing to read.
+    const threw = trace.find((e) => e.type === 'agent_threw');
+    const why = threw?.type === 'agent_threw' ? threw.error.message : 'no error was recorded';
+    findings.push({ code: termination, ...(threw ? { seq: threw.seq } : {}), message: termination === 'threw' ? `the agent threw: ${why}` : why });
   }
   // In the order of the trace; findings about the whole run last.
   return findings.sort((a, b) => (a.seq ?? Infinity) - (b.seq ?? Infinity));

@@ -129,6 +129,13 @@ describe('diagnose', () => {
     expect(run({ trace, termination, status: 'failed' })).toContainEqual({ code: termination, seq: 1, message: `${limit} went over` });
   });
 
+  it('reports what an agent threw, and why an agent did not load, pointing at the error', () => {
+    const threw = traceOf(started, ...call('get_ticket', { ticket_id: 't3' }, ok()), { type: 'agent_threw', error: { code: 'agent_threw', message: 'model returned 500' } });
+    expect(run({ trace: threw, termination: 'threw', status: 'failed' })).toContainEqual({ code: 'threw', seq: 3, message: 'the agent threw: model returned 500' });
+    const unloaded = traceOf(started, { type: 'agent_threw', error: { code: 'agent_load_error', message: 'cannot load agent.mjs: no default export' } });
+    expect(run({ trace: unloaded, termination: 'load_error', status: 'failed' })).toContainEqual({ code: 'load_error', seq: 1, message: 'cannot load agent.mjs: no default export' });
+  });
+
   it('reports a crash with what the trace says about it', () => {
     const trace = traceOf(started, { type: 'agent_threw', error: { code: 'agent_exit', message: 'the agent called process.exit(3)' } });
     expect(run({ trace, termination: 'crashed', status: 'failed' })).toContainEqual({ code: 'crashed', seq: 1, message: 'the agent called process.exit(3)' });
