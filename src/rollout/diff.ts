@@ -24,7 +24,11 @@ export type Key = string | number;
  */
 interface Walk {
   changes: Change[];
-  stack: unknown[];
+  /**
+   * The objects being compared, from the root down (a cycle leads back to one of them). None is
+   * in it twice: a walk stops at an object already in it.
+   */
+  comparing: Set<unknown>;
   before: ReadonlyMap<object, object> | null;
   /** An old value as a record holds it. */
   old(value: unknown): unknown;
@@ -40,7 +44,7 @@ interface PathNode {
 
 /** The changes from `initial` to `final`; empty when nothing changed. */
 export function diffWorld(initial: unknown, final: unknown): Change[] {
-  const w: Walk = { changes: [], stack: [], before: null, old: same, now: same };
+  const w: Walk = { changes: [], comparing: new Set(), before: null, old: same, now: same };
   walk(initial, final, false, false, [], w, undefined);
   return w.changes;
 }
@@ -74,7 +78,7 @@ export function diffTracked(
     node.written = true;
   }
   const memo = new Map<object, unknown>();
-  const w: Walk = { changes: [], stack: [], before, old: (v) => materialize(v, before, memo), now: copy };
+  const w: Walk = { changes: [], comparing: new Set(), before, old: (v) => materialize(v, before, memo), now: copy };
   walk(root, root, true, true, [], w, tree);
   return w.changes;
 }
@@ -154,19 +158,83 @@ function typeOf(value: unknown): string {
   return 'object';
 }
 
+/** An object pair (or, in a tracked diff, an unwritten object) whose keys the walk must visit. */
+type Nested =
+  | { kind: 'compare'; lhs: object; rhs: object; node: PathNode | undefined }
+  | { kind: 'descend'; object: object; node: PathNode };
+
 /**
- * One node of the walk. `lhsHas`/`rhsHas` say whether the key exists on each side (a property
- * holding `undefined` exists). `node` (tracked diffs) is the path tree at this position.
+ * Levels the walk goes down by recursion. Below, it keeps its place on an array instead of the
+ * call stack (a snapshot can hold a world thousands of levels deep), at about twice the cost per
+ * object, so shallow worlds keep the fast recursive walk.
  */
+const RECURSION_LEVELS = 256;
+
+/** From one position to the end, depth first, in deep-diff's order of records. */
 function walk(lhs: unknown, rhs: unknown, lhsHas: boolean, rhsHas: boolean, path: Key[], w: Walk, node: PathNode | undefined): void {
+  const inner = visit(lhs, rhs, lhsHas, rhsHas, path, w, node);
+  if (inner === null) return;
+  if (path.length >= RECURSION_LEVELS) {
+    walkDeep(inner, path, w);
+  } else if (inner.kind === 'descend') {
+    descend(inner.object, path, w, inner.node);
+  } else {
+    // The old side is being compared (for cycles) while its keys are walked.
+    w.comparing.add(inner.lhs);
+    if (Array.isArray(inner.lhs)) walkArray(inner.lhs, inner.rhs as unknown[], path, w, inner.node);
+    else walkObject(inner.lhs as Record<string, unknown>, inner.rhs as Record<string, unknown>, path, w, inner.node);
+    w.comparing.delete(inner.lhs);
+  }
+}
+
+/** A nested walk in progress: it yields the walks nested in it, each run to its end before it goes on. */
+type Walker = Generator<Nested, void, void>;
+
+/** `first` and everything below it, with the walks in progress on an array. */
+function walkDeep(first: Nested, path: Key[], w: Walk): void {
+  const walkers: Walker[] = [];
+  // The old side each walker compares (null for one that descends), compared until it ends.
+  const compared: (object | null)[] = [];
+  const enter = (what: Nested): void => {
+    if (what.kind === 'descend') {
+      walkers.push(descendDeep(what.object, path, w, what.node));
+      compared.push(null);
+      return;
+    }
+    w.comparing.add(what.lhs);
+    walkers.push(
+      Array.isArray(what.lhs)
+        ? walkArrayDeep(what.lhs, what.rhs as unknown[], path, w, what.node)
+        : walkObjectDeep(what.lhs as Record<string, unknown>, what.rhs as Record<string, unknown>, path, w, what.node),
+    );
+    compared.push(what.lhs);
+  };
+  enter(first);
+  while (walkers.length > 0) {
+    const step = walkers[walkers.length - 1]!.next();
+    if (!step.done) {
+      enter(step.value);
+    } else {
+      walkers.pop();
+      const object = compared.pop();
+      if (object) w.comparing.delete(object);
+    }
+  }
+}
+
+/**
+ * One position of the walk: records what differs there, or returns the nested walk its two
+ * objects need. `lhsHas`/`rhsHas` say whether the key exists on each side (a property holding
+ * `undefined` exists). `node` (tracked diffs) is the path tree at this position.
+ */
+function visit(lhs: unknown, rhs: unknown, lhsHas: boolean, rhsHas: boolean, path: Key[], w: Walk, node: PathNode | undefined): Nested | null {
   if (lhs === rhs && typeof lhs === 'object' && lhs !== null) {
     // The same object on both sides: in a plain diff it has no differences (deep-diff would walk
     // it to find none); in a tracked one only written objects and the paths to them can have any.
-    if (node === undefined) return;
+    if (node === undefined) return null;
     const prior = w.before?.get(lhs);
-    if (prior !== undefined) compare(prior, rhs as object, path, w, node);
-    else descend(lhs, path, w, node);
-    return;
+    if (prior !== undefined) return { kind: 'compare', lhs: prior, rhs: rhs as object, node };
+    return { kind: 'descend', object: lhs, node };
   }
   let ltype = typeOf(lhs);
   let rtype = typeOf(rhs);
@@ -186,22 +254,15 @@ function walk(lhs: unknown, rhs: unknown, lhsHas: boolean, rhsHas: boolean, path
   } else if (ltype === 'date' && (lhs as Date).getTime() - (rhs as Date).getTime() !== 0) {
     w.changes.push(record('E', path, w.old(lhs), w.now(rhs)));
   } else if (typeof lhs === 'object' && lhs !== null && rhs !== null) {
-    if (w.stack.includes(lhs)) {
+    if (w.comparing.has(lhs)) {
       if (lhs !== rhs) w.changes.push(record('E', path, w.old(lhs), w.now(rhs)));
-      return;
+      return null;
     }
-    compare(w.before?.get(lhs) ?? lhs, rhs as object, path, w, node);
+    return { kind: 'compare', lhs: w.before?.get(lhs) ?? lhs, rhs: rhs as object, node };
   } else if (lhs !== rhs && !(typeof lhs === 'number' && Number.isNaN(lhs) && Number.isNaN(rhs))) {
     w.changes.push(record('E', path, lhs, rhs));
   }
-}
-
-/** Two objects of the same type, key by key (`lhs` is the old content). */
-function compare(lhs: object, rhs: object, path: Key[], w: Walk, node: PathNode | undefined): void {
-  w.stack.push(lhs);
-  if (Array.isArray(lhs)) walkArray(lhs, rhs as unknown[], path, w, node);
-  else walkObject(lhs as Record<string, unknown>, rhs as Record<string, unknown>, path, w, node);
-  w.stack.pop();
+  return null;
 }
 
 /** An object that was not written itself: only the paths to written objects below it. */
@@ -259,6 +320,68 @@ function walkObject(lhs: Record<string, unknown>, rhs: Record<string, unknown>, 
     if (lset.has(k)) continue;
     path.push(k);
     walk(undefined, rhs[k], Object.prototype.hasOwnProperty.call(lhs, k), true, path, w, children?.get(k));
+    path.pop();
+  }
+}
+
+// The same three walks, as generators for walkDeep: each yields what it nests instead of walking it.
+
+function* descendDeep(object: object, path: Key[], w: Walk, node: PathNode): Walker {
+  const children = node.children;
+  if (children === null) return;
+  let keys: string[];
+  if (children.size === 1) keys = [...children.keys()];
+  else if (Array.isArray(object)) keys = [...children.keys()].sort((a, b) => Number(b) - Number(a));
+  else keys = Object.keys(object).filter((k) => children.has(k));
+  const record = object as Record<string, unknown>;
+  for (const key of keys) {
+    path.push(Array.isArray(object) ? Number(key) : key);
+    const value = record[key];
+    const inner = visit(value, value, true, true, path, w, children.get(key));
+    if (inner !== null) yield inner;
+    path.pop();
+  }
+}
+
+function* walkArrayDeep(lhs: unknown[], rhs: unknown[], path: Key[], w: Walk, node: PathNode | undefined): Walker {
+  let i = rhs.length - 1;
+  let j = lhs.length - 1;
+  while (i > j) {
+    w.changes.push(arrayRecord(path, i, record('N', [], undefined, w.now(rhs[i]))));
+    i--;
+  }
+  while (j > i) {
+    w.changes.push(arrayRecord(path, j, record('D', [], w.old(lhs[j]), undefined)));
+    j--;
+  }
+  for (; i >= 0; --i) {
+    path.push(i);
+    const inner = visit(lhs[i], rhs[i], i in lhs, i in rhs, path, w, node?.children?.get(String(i)));
+    if (inner !== null) yield inner;
+    path.pop();
+  }
+}
+
+function* walkObjectDeep(lhs: Record<string, unknown>, rhs: Record<string, unknown>, path: Key[], w: Walk, node: PathNode | undefined): Walker {
+  const lkeys = Object.keys(lhs);
+  const rkeys = Object.keys(rhs);
+  const rset = new Set(rkeys);
+  const lset = new Set(lkeys);
+  const children = node?.children;
+  for (const k of lkeys) {
+    path.push(k);
+    const inner = rset.has(k)
+      ? visit(lhs[k], rhs[k], true, true, path, w, children?.get(k))
+      : // deep-diff checks the other side's own properties, enumerable or not.
+        visit(lhs[k], undefined, true, Object.prototype.hasOwnProperty.call(rhs, k), path, w, undefined);
+    if (inner !== null) yield inner;
+    path.pop();
+  }
+  for (const k of rkeys) {
+    if (lset.has(k)) continue;
+    path.push(k);
+    const inner = visit(undefined, rhs[k], Object.prototype.hasOwnProperty.call(lhs, k), true, path, w, children?.get(k));
+    if (inner !== null) yield inner;
     path.pop();
   }
 }

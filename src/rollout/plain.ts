@@ -3,7 +3,11 @@
  * extensible, each object in one place, not too deep. Others are snapshotted (see state.ts).
  */
 
-/** Deeper worlds are snapshotted: the diff's walk recurses once per level (and uses the stack). */
+/**
+ * Deeper worlds are snapshotted: this check and the rebuilding of old values (`materialize`)
+ * recurse once per level. (The diff's walk does not: past a few hundred levels it keeps its place
+ * on an array, so a snapshot as deep as structuredClone can copy, ~2,000 levels, is diffed too.)
+ */
 const MAX_TRACKED_DEPTH = 1000;
 
 /** Whether a world can be tracked: plain objects and arrays, extensible, each in one place. */

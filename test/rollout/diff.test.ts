@@ -323,6 +323,66 @@ describe('diffWorld matches deep-diff', () => {
     }
   });
 
+  it('gives the very records deep-diff gives when the worlds lie 300 levels down (where the walk leaves recursion)', async () => {
+    const { default: deepDiff } = await import('deep-diff');
+    const rand = prng(300);
+    const bury = (world: unknown): unknown => {
+      let node = world;
+      for (let level = 0; level < 300; level++) node = level % 2 === 0 ? { n: node } : [node];
+      return node;
+    };
+    for (let i = 0; i < 200; i++) {
+      const world = { world: value(rand, 0) };
+      const initial = bury(world);
+      const final = bury(mutate(rand, structuredClone(world), 0));
+      const ours = JSON.parse(JSON.stringify(diffWorld(initial, final)));
+      const theirs = JSON.parse(JSON.stringify(deepDiff.diff(initial, final) ?? []));
+      expect(ours, `world ${i}`).toEqual(theirs);
+    }
+  });
+
+  it('walks an object held in two places, 300 levels down, in both (only a cycle stops the walk)', async () => {
+    const { default: deepDiff } = await import('deep-diff');
+    const shared = { x: 1, list: [1, 2] };
+    let initial: unknown = { a: shared, b: { c: shared } };
+    for (let level = 0; level < 300; level++) initial = { n: initial };
+    const final = structuredClone(initial); // keeps the sharing
+    let node = final as { n?: unknown; a?: { x: number; list: number[] } };
+    while (node.n) node = node.n as typeof node;
+    node.a!.x = 2;
+    node.a!.list.push(3);
+    const ours = JSON.parse(JSON.stringify(diffWorld(initial, final)));
+    expect(ours).toHaveLength(4);
+    expect(ours).toEqual(JSON.parse(JSON.stringify(deepDiff.diff(initial, final))));
+  });
+
+  it('stops at a cycle 300 levels down, as deep-diff does', async () => {
+    const { default: deepDiff } = await import('deep-diff');
+    const loop: Record<string, unknown> = { x: 1 };
+    loop.self = loop;
+    let initial: unknown = { loop };
+    for (let level = 0; level < 300; level++) initial = [initial];
+    const final = structuredClone(initial); // keeps the cycle
+    let node = final as unknown[] | { loop: { x: number } };
+    while (Array.isArray(node)) node = node[0] as typeof node;
+    node.loop.x = 2;
+    const ours = diffWorld(initial, final);
+    expect(ours.map((c) => [c.kind, c.path?.slice(300)])).toEqual((deepDiff.diff(initial, final) ?? []).map((c) => [c.kind, c.path?.slice(300)]));
+    expect(ours.length).toBeGreaterThan(0);
+  });
+
+  it('diffs a world 50,000 levels deep (a snapshot can hold one deeper than the call stack goes)', () => {
+    const chain = (end: string): { next?: unknown; end?: string } => {
+      let node: { next?: unknown; end?: string } = { end };
+      for (let i = 0; i < 50_000; i++) node = { next: node };
+      return node;
+    };
+    const changes = diffWorld(chain('a'), chain('b'));
+    expect(changes).toHaveLength(1);
+    expect(changes[0]).toMatchObject({ kind: 'E', lhs: 'a', rhs: 'b' });
+    expect(changes[0]!.path).toEqual([...Array<string>(50_000).fill('next'), 'end']);
+  });
+
   it('finds the one change in an object with 50,000 keys', () => {
     const wide: Record<string, { n: number }> = {};
     for (let i = 0; i < 50_000; i++) wide[`k${i}`] = { n: i };

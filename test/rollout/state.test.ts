@@ -84,6 +84,17 @@ describe('buildWorld', () => {
     expect((await failure(buildWorld(env, 1))).message).toContain('cannot be copied');
   });
 
+  it('says a world too deep to copy is too deep, not that it holds functions', async () => {
+    const deep = (): object => {
+      let node: object = {};
+      for (let i = 0; i < 50_000; i++) node = { next: node, at: new Date(0) };
+      return node;
+    };
+    const message = (await failure(buildWorld({ name: 'deep', createState: deep, tools: [] }, 1))).message;
+    expect(message).toContain('nested too deeply to copy');
+    expect(message).not.toContain('functions');
+  });
+
   it('keeps the initial world apart: changes made through the tools\' view leave it alone', async () => {
     const world = await buildWorld(environment(seed), 1);
     expect(world.tracking).toEqual({ mode: 'writes' });
