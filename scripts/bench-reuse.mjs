@@ -3,8 +3,9 @@
 //   seq    sequential trivial rollouts on AgentPool({ maxThreads: 1, reuse: true }) (threads):
 //          median and mean per rollout, and this process's CPU per rollout (every thread)
 //   eval   runEval of 256 trials × concurrency 256 of bench/wait with reuseWorkers (the sandbox
-//          process by default; ISOLATION=thread for threads): wall, this process's CPU per
-//          rollout, and when the rollouts and their agents started (read back from the runs)
+//          process by default; ISOLATION=thread for threads): wall, next to the same agents in bare
+//          threads (no Silo); this process's CPU per rollout; when the rollouts started, when
+//          their workers took them, and when they finished (read back from the runs)
 // Arguments: [seq|eval|both] [rollouts for seq, default 300]. OUT=dir puts the artifacts there
 // (the file system matters: creating files is most of a rollout's host work on a slow disk).
 // Benchmarks print numbers; tests never assert timings.
@@ -13,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
-import { AgentPool } from '../dist/src/pool/pool.js';
+import { AgentPool, agentsPerReusedWorker } from '../dist/src/pool/pool.js';
+import { bareThreads } from './lib/bare-concurrency.mjs';
 
 const mode = process.argv[2] ?? 'both';
 const rollouts = Number(process.argv[3] ?? 300);
@@ -79,7 +81,8 @@ if (mode === 'eval' || mode === 'both') {
     ends.push(Date.parse(run.finishedAt) - startedAt);
     agentStarts.push(start + returned.t - run.agentTimeMs);
   }
-  console.log(`eval   256 rollouts · wall ${wall.toFixed(0)} ms (ideal 1000) · this process's CPU ${(cpu / 256).toFixed(2)} ms per rollout`);
+  const bare = await bareThreads(256, Math.ceil(256 / agentsPerReusedWorker(256)));
+  console.log(`eval   256 rollouts · wall ${wall.toFixed(0)} ms (ideal 1000; the same agents in bare threads, a fresh module instance each: ${bare.toFixed(0)} ms) · this process's CPU ${(cpu / 256).toFixed(2)} ms per rollout`);
   console.log(`       rollouts started at ${quantiles(starts)} ms · their agents at ${quantiles(agentStarts)} ms · finished at ${quantiles(ends)} ms (min / p50 / p90 / max)`);
 }
 rmSync(out, { recursive: true, force: true });

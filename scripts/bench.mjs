@@ -4,7 +4,8 @@
 //                 and through the sandbox process (the default isolation) vs the same hops without
 //                 Silo (a worker in a child process, relayed by its main thread over a socket)
 //   rollout       a bare Worker start+exit vs a whole Silo rollout of a trivial agent (and reuse mode)
-//   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured wall
+//   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured
+//                 wall; and the same agents without Silo, a Worker each and in reused threads
 //   worldScaling  worlds of ~10 KB, 1 MB, 10 MB where the agent changes two records: one
 //                 structuredClone of the world vs Silo's own host work per rollout (all but the
 //                 user's createState and verify); and the host cost of one tool call with its
@@ -21,7 +22,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
-import { AgentPool } from '../dist/src/pool/pool.js';
+import { AgentPool, agentsPerReusedWorker } from '../dist/src/pool/pool.js';
+import { bareThreads, bareWorkers } from './lib/bare-concurrency.mjs';
 import { SandboxPool } from '../dist/src/sandbox/pool.js';
 import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.js';
 import { bindTools } from '../dist/src/rollout/tools.js';
@@ -249,6 +251,10 @@ const tr = performance.now();
 await runEval({ paths: ['fixtures/bench/tasks.mjs'], task: ['bench/wait'], agent: 'fixtures/agents/bench-waiter.mjs', trials: ROLLOUTS, concurrency: ROLLOUTS, outDir: out, reuseWorkers: true });
 const reuseWallMs = performance.now() - tr;
 const idealMs = 5 * 200;
+// The same agents with nothing of Silo's: a Worker each (the default's shape), and the threads
+// --reuse-workers would use with a fresh module instance per agent (its shape).
+const bareWorkersMs = await bareWorkers(ROLLOUTS);
+const bareThreadsMs = await bareThreads(ROLLOUTS, Math.ceil(ROLLOUTS / agentsPerReusedWorker(ROLLOUTS)));
 
 // worldScaling
 log('worldScaling …');
@@ -374,6 +380,8 @@ const result = {
     peakRssMb: round(peakRss / 2 ** 20, 0),
     reuseWallMs: round(reuseWallMs, 0),
     reuseRatio: round(reuseWallMs / idealMs, 2),
+    bareWorkersMs: round(bareWorkersMs, 0),
+    bareThreadsMs: round(bareThreadsMs, 0),
   },
   worldScaling,
   retail,
@@ -389,6 +397,7 @@ if (json) {
   console.log(`              through the sandbox process ${r.toolCall.sandboxUs} µs · the same hops without Silo ${r.toolCall.bareProcessRttUs} µs · ratio ${r.toolCall.sandboxRatio}`);
   console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms`);
   console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
+  console.log(`              without Silo: a Worker per agent ${r.concurrency.bareWorkersMs} ms (Silo's default ${round(r.concurrency.wallMs / r.concurrency.bareWorkersMs, 2)}× that) · reused threads, a fresh module instance per agent ${r.concurrency.bareThreadsMs} ms (--reuse-workers ${round(r.concurrency.reuseWallMs / r.concurrency.bareThreadsMs, 2)}× that)`);
   for (const w of r.worldScaling) {
     console.log(`world ${String(Math.round(w.worldBytes / 1000)).padStart(6)} KB  structuredClone ${w.cloneMs} ms · Silo host work ${w.hostMs} ms · ratio ${w.ratio} · one call with its changes ${w.callWithChangesUs} µs`);
   }
