@@ -14,8 +14,8 @@ import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import type { SourceMapPayload } from 'node:module';
-import { dirname, extname, join, resolve, sep } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, extname, join, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SiloError } from '../errors.js';
 import { isTypeScript } from '../typescript.js';
 import { readableFor } from './permissions.js';
@@ -45,8 +45,15 @@ export function compileAgent(path: string): Promise<CompiledAgent> {
   return job;
 }
 
-/** Where `import.meta.url`, `.filename` and `.dirname` of an agent's module are found once compiled. */
-const META = { url: '__siloMetaUrl', filename: '__siloMetaFilename', dirname: '__siloMetaDirname' } as const;
+/**
+ * Where `import.meta.url`, `.filename` and `.dirname` of an agent's module are found once compiled:
+ * names of the build's own (from its cache key, so the output stays the same for the same file),
+ * which no agent's code declares.
+ */
+function metaNames(key: string): { url: string; filename: string; dirname: string } {
+  const tag = createHash('sha256').update(key).digest('hex').slice(0, 12);
+  return { url: `__siloMetaUrl_${tag}`, filename: `__siloMetaFilename_${tag}`, dirname: `__siloMetaDirname_${tag}` };
+}
 
 /** esbuild's loader for an agent's own module, by extension (modules it does not name load as usual). */
 const LOADERS: Record<string, 'ts' | 'tsx' | 'js' | 'jsx'> = { '.ts': 'ts', '.mts': 'ts', '.cts': 'ts', '.tsx': 'tsx', '.js': 'js', '.mjs': 'js', '.cjs': 'js', '.jsx': 'jsx' };
@@ -56,6 +63,7 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
   const dir = compiledFolder();
   const packages = new Set<string>();
   const shifts = new Map<string, Shift>();
+  const META = metaNames(key);
   let result: Awaited<ReturnType<typeof esbuild.build>>;
   try {
     result = await esbuild.build({
@@ -77,14 +85,13 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
         {
           name: 'silo-import-meta',
           setup(b) {
-            // Each module of the agent's own that speaks of import.meta gets its own values, in
-            // front of its first line (after a shebang), so no line moves; esbuild keeps the names
-            // of different modules apart when it bundles them.
-            b.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, (args) => {
+            // Every module bundled in gets its own values, in front of its first line (after a
+            // shebang), so no line moves; esbuild keeps the names of different modules apart and
+            // drops the ones a module does not use. (A module of another kind holds no code.)
+            b.onLoad({ filter: /\.[cm]?[jt]sx?$/, namespace: 'file' }, (args) => {
               const loader = LOADERS[extname(args.path)];
-              if (!loader || args.path.includes(`${sep}node_modules${sep}`)) return undefined;
+              if (!loader) return undefined;
               const source = readFileSync(args.path, 'utf8');
-              if (!source.includes('import.meta')) return undefined;
               const meta = `const ${META.url} = ${JSON.stringify(pathToFileURL(args.path).href)}, ${META.filename} = ${JSON.stringify(args.path)}, ${META.dirname} = ${JSON.stringify(dirname(args.path))};`;
               const shebang = source.startsWith('#!') ? source.slice(0, source.indexOf('\n') + 1) : '';
               shifts.set(args.path, { line: shebang === '' ? 0 : 1, chars: meta.length });
@@ -119,7 +126,8 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
   const outputs = result.outputFiles ?? [];
   const code = outputs.find((o) => !o.path.endsWith('.map'))?.text.replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n') ?? '';
   const map = JSON.parse(outputs.find((o) => o.path.endsWith('.map'))?.text ?? '{"version":3,"sources":[],"names":[],"mappings":""}') as SourceMapPayload;
-  map.sources = map.sources.map((source) => resolve(dir, source));
+  // esbuild writes the sources as URLs relative to the output (é and # percent-encoded).
+  map.sources = map.sources.map((source) => fileURLToPath(new URL(source, pathToFileURL(`${dir}${sep}`))));
   const name = createHash('sha256').update(key).update(code).digest('hex').slice(0, 24);
   const file = join(dir, `${name}.mjs`);
   const tmp = `${file}.${process.pid}.tmp`;

@@ -17,7 +17,10 @@ export interface Shift {
 export class StackMapper {
   readonly #payload: SourceMapPayload;
   readonly #shifts: ReadonlyMap<string, Shift>;
-  /** `file` as a path or a file URL (with the query a fresh instance adds), then :line:column. */
+  /**
+   * `file` as a path or a file URL (with the query a fresh instance adds), then :line:column. Every
+   * part is bounded, so the time stays linear in the text whatever an agent logs.
+   */
   readonly #frame: RegExp;
   readonly #marker: string;
   #map: SourceMap | undefined;
@@ -31,7 +34,7 @@ export class StackMapper {
     this.#shifts = shifts;
     const path = escape(file);
     const url = escape(pathToFileURL(file).href);
-    this.#frame = new RegExp(`(?:${url}|${path})(?:\\?[^\\s:)]*)?:(\\d+):(\\d+)`, 'g');
+    this.#frame = new RegExp(`(?:${url}|${path})(?:\\?silo-instance=\\d{1,15})?:(\\d{1,9}):(\\d{1,9})`, 'g');
     this.#marker = file.slice(file.lastIndexOf('/') + 1);
   }
 
@@ -40,7 +43,9 @@ export class StackMapper {
     if (!text.includes(this.#marker)) return text;
     return text.replace(this.#frame, (whole, line: string, column: string) => {
       const entry = this.#sourceMap().findEntry(Number(line) - 1, Number(column) - 1);
-      if (!('originalSource' in entry)) return whole;
+      // findEntry gives the nearest mapping before the position, maybe lines above: only a
+      // mapping on the same line says where this position came from.
+      if (!('originalSource' in entry) || entry.generatedLine !== Number(line) - 1) return whole;
       const shift = this.#shifts.get(entry.originalSource);
       const originalColumn = shift && shift.line === entry.originalLine ? Math.max(0, entry.originalColumn - shift.chars) : entry.originalColumn;
       return `${entry.originalSource}:${entry.originalLine + 1}:${originalColumn + 1}`;

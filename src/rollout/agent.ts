@@ -20,6 +20,12 @@ import type { Toolbox } from './tools.js';
 import { round, type Trace } from './trace.js';
 import { TIMED_OUT, within } from '../time.js';
 
+/** Marks a log message cut at LOG_MESSAGE_MAX_CHARS. */
+const TRUNCATED = '… (truncated)';
+
+/** How much of an agent's own account of its worker's end is kept (the worker cuts it there too). */
+const EXIT_REASON_MAX_CHARS = 1_000;
+
 /** What any way of driving the agent's part (steps 4–6) gets: the task, the tools, the limits, the trace. */
 export interface DriveOptions {
   instruction: string;
@@ -112,10 +118,11 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     {
       call: (msg) => calls.handle(msg),
       log: (msg) => {
-        const text = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}… (truncated)` : msg.message;
-        // A log can quote a stack (console.error(err)): in the agent's own files too.
-        const message = prepared.mapStack(text);
-        if (!keepLog(message.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return false;
+        const text = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}${TRUNCATED}` : msg.message;
+        if (!keepLog(text.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return false;
+        // A log can quote a stack (console.error(err)): in the agent's own files too (cut again:
+        // a source path can be longer than the compiled module's).
+        const message = prepared.mapStack(text).slice(0, LOG_MESSAGE_MAX_CHARS + TRUNCATED.length);
         trace.add({
           type: 'agent_log',
           message,
@@ -125,7 +132,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
         return true;
       },
       exiting: (reason) => {
-        exitReason ??= prepared.mapStack(reason);
+        exitReason ??= prepared.mapStack(reason).slice(0, EXIT_REASON_MAX_CHARS);
       },
       started: () => {
         startedAt ??= performance.now();

@@ -113,7 +113,7 @@ export async function buildWorld<State>(
   } catch (err) {
     // structuredClone recurses once per level: a world about 2,000 levels deep is too deep for it.
     const advice =
-      err instanceof RangeError
+      err instanceof RangeError && /call stack/i.test(err.message)
         ? 'it is nested too deeply to copy; keep it shallower (hold deep chains as arrays or maps of ids)'
         : 'keep the world to plain data (no functions or class instances with private state)';
     throw new EnvironmentError(`the world built by ${environment.name}.createState() cannot be copied (${(err as Error).message}); ${advice}`);

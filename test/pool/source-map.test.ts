@@ -7,6 +7,7 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { performance } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileAgent } from '../../src/pool/compile.js';
 import { tempDir } from '../helpers.js';
@@ -73,6 +74,46 @@ describe('StackMapper', () => {
     const plain = 'Error: x\n    at f (file:///elsewhere/agent.mjs:3:4)';
     expect(compiled.stacks.map(plain)).toBe(plain);
     const nowhere = `at ${compiled.file}:99999:1`;
-    expect(compiled.stacks.map(nowhere)).toMatch(/:\d+:\d+$/);
+    expect(compiled.stacks.map(nowhere)).toBe(nowhere);
+  });
+
+  it("stays linear in what a hostile agent logs: 4 MiB of the compiled module's path and '?' map at once", async () => {
+    const compiled = await compileAgent(join(folder, 'agent.ts'));
+    const crafted = `${compiled.file}?`.repeat(Math.ceil((4 * 2 ** 20) / (compiled.file.length + 1)));
+    const started = performance.now();
+    expect(compiled.stacks.map(crafted)).toBe(crafted);
+    // A generous bound: a query pattern that scanned on to the end of the text from every match
+    // took minutes here; the bounded one takes milliseconds.
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  it('names source files whose paths have characters a URL encodes (é, #, %, spaces)', async () => {
+    const odd = join(home.dir, 'ünï #1 %20 x');
+    mkdirSync(odd, { recursive: true });
+    writeFileSync(join(odd, 'agent.ts'), 'export default (): never => { throw new Error(import.meta.url); };\n');
+    const compiled = await compileAgent(join(odd, 'agent.ts'));
+    const error = await thrownBy(compiled.file);
+    expect(error.message).toBe(pathToFileURL(join(odd, 'agent.ts')).href);
+    expect(compiled.stacks.map(error.stack!)).toContain(`${join(odd, 'agent.ts')}:1:37`);
+  });
+
+  it("compiles modules that import.meta's values cannot be found in by their text, or that use the names Silo's would have", async () => {
+    const dir = join(home.dir, 'corners');
+    mkdirSync(join(dir, 'node_modules', 'local'), { recursive: true });
+    // Bundled by a relative import though under node_modules; import.meta spelled with a space;
+    // a variable of the name Silo used before its names got a tag.
+    writeFileSync(join(dir, 'node_modules', 'local', 'where.js'), 'export const where = () => import.meta.url;\n');
+    writeFileSync(
+      join(dir, 'agent.ts'),
+      [
+        "import { where } from './node_modules/local/where.js';",
+        'const __siloMetaUrl = 1;',
+        'export default () => JSON.stringify([where(), import .meta.url, __siloMetaUrl]);',
+        '',
+      ].join('\n'),
+    );
+    const compiled = await compileAgent(join(dir, 'agent.ts'));
+    const { default: agent } = (await import(pathToFileURL(compiled.file).href)) as { default: () => string };
+    expect(JSON.parse(agent())).toEqual([pathToFileURL(join(dir, 'node_modules', 'local', 'where.js')).href, pathToFileURL(join(dir, 'agent.ts')).href, 1]);
   });
 });

@@ -112,6 +112,30 @@ describe('WriteTracker', () => {
     expect(world.users.u2.tags).toEqual(['new']);
   });
 
+  it('records writes 900 levels down (past where the diff walk leaves recursion), per call and for the run', () => {
+    type Level = { next?: Level; items: number[]; name?: string };
+    const build = (): Level => {
+      let node: Level = { items: [1, 2] };
+      for (let i = 0; i < 900; i++) node = { next: node, items: [] };
+      return node;
+    };
+    const world = { root: build() };
+    expect(analyzeWorld(world)).toBeNull();
+    const initial = structuredClone(world);
+    const tracker = new WriteTracker(world);
+    const scope = tracker.beginCall();
+    let node = tracker.view.root;
+    for (let i = 0; i < 300; i++) node = node.next!;
+    node.name = 'three hundred';
+    while (node.next) node = node.next;
+    node.items.push(3);
+    const changes = asJson(tracker.endCall(scope)) as { path: string[] }[];
+    expect(changes).toEqual(asJson(diffWorld(initial, world)));
+    expect(changes).toHaveLength(2);
+    expect(asJson(tracker.diff())).toEqual(asJson(diffWorld(initial, world)));
+    expect(tracker.initial()).toStrictEqual(initial);
+  });
+
   it('keeps what a call recorded even when later calls change the same values', () => {
     const world = { n: { v: 1 } };
     const tracker = new WriteTracker(world);
