@@ -107,6 +107,9 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   return results.every((r) => r.status === 'passed') ? 0 : 1;
 }
 
+/** Findings that say how a run ended. */
+const ENDINGS = new Set<string>(['threw', 'load_error', 'crashed', 'timeout', 'tool_call_limit', 'out_of_memory']);
+
 function formatLine(r: RunResult, s: ReturnType<typeof createStyle>): string {
   const mark = r.status === 'passed' ? s.green('✓') : r.status === 'failed' ? s.red('✗') : s.yellow('!');
   const score = r.score === null ? '  -  ' : r.score.toFixed(2);
@@ -115,7 +118,10 @@ function formatLine(r: RunResult, s: ReturnType<typeof createStyle>): string {
   if (r.error) lines.push(`    ${s.yellow(r.error.code)}: ${r.error.message}`);
   // The diagnosis says how it went wrong; the failed checks below say what was expected.
   if (r.status !== 'passed') {
-    for (const d of r.diagnosis.filter((f) => f.code !== 'self_corrected').slice(0, 3)) lines.push(`    ${s.yellow(d.code)}: ${d.message}`);
+    // How the run ended (what the agent threw, the limit it hit) comes first; the rest in trace order.
+    const findings = r.diagnosis.filter((f) => f.code !== 'self_corrected');
+    const shown = [...findings.filter((f) => ENDINGS.has(f.code)), ...findings.filter((f) => !ENDINGS.has(f.code))].slice(0, 3);
+    for (const d of shown) lines.push(`    ${s.yellow(d.code)}: ${d.message}`);
   }
   for (const c of r.checks.filter((c) => !c.pass).slice(0, 5)) {
     const detail = c.message ?? ('expected' in c ? `expected ${JSON.stringify(c.expected)}, actual ${JSON.stringify(c.actual)}` : '');

@@ -32,6 +32,14 @@ describe('silo run', () => {
     expect(r.stdout).toMatch(/silo show [0-9A-Z]{26}/);
   });
 
+  it('puts how a failed run ended (what its agent threw) first among the findings it prints', async () => {
+    const r = await silo('run', TASKS, '--agent', 'fixtures/agents/flails-then-throws.mjs', '--task', 'helpdesk/close-ticket', '--out', out.dir);
+    expect(r.code).toBe(1);
+    const findings = r.stdout.split('\n').filter((l) => /^ {4}[a-z_]+: /.test(l));
+    expect(findings[0]).toBe('    threw: the agent threw: gave up after flailing');
+    expect(findings.slice(1).every((l) => l.startsWith('    hallucinated_tool: '))).toBe(true);
+  });
+
   it('prints a JSON array with --json', async () => {
     const r = await silo('run', TASKS, '--agent', SOLVER, '--task', 'helpdesk/close-ticket', '--seed', '5', '--json', '--out', out.dir);
     const rows = JSON.parse(r.stdout) as Record<string, unknown>[];
