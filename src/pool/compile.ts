@@ -11,7 +11,7 @@
  * the compiler's source map (source-map.ts).
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import type { SourceMapPayload } from 'node:module';
 import { dirname, extname, join, sep } from 'node:path';
@@ -145,7 +145,40 @@ function compiledFolder(): string {
   if (!folder.isDirectory() || (process.getuid && folder.uid !== process.getuid()) || (folder.mode & 0o022) !== 0) {
     throw new SiloError('SILO_AGENT_LOAD_FAILED', `${dir} (where compiled agents are kept) is not a private folder of this user; remove it or set TMPDIR elsewhere`);
   }
+  if (!pruned) {
+    pruned = true;
+    pruneCompiledAgents(dir, Date.now());
+  }
   return dir;
+}
+
+/** Whether this process has cleared out old compiled agents yet (once is enough). */
+let pruned = false;
+
+/** Compiled agents not written for this long are removed (every edit of an agent leaves one). */
+export const COMPILED_AGENT_MAX_AGE_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * Removes compiled agents (and half-written ones) last written more than COMPILED_AGENT_MAX_AGE_MS
+ * before `now`. A compile rewrites its file even when it exists, so an agent in use stays young.
+ * Best effort: what cannot be looked at or removed is left.
+ */
+export function pruneCompiledAgents(dir: string, now: number): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!/\.mjs$|\.mjs\.\d+\.tmp$/.test(name)) continue;
+    try {
+      const file = join(dir, name);
+      if (now - lstatSync(file).mtimeMs > COMPILED_AGENT_MAX_AGE_MS) unlinkSync(file);
+    } catch {
+      // gone already, or not ours to remove
+    }
+  }
 }
 
 /** The folder of the package a resolved file belongs to (the folder under node_modules). */

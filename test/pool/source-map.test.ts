@@ -4,7 +4,7 @@
  * source positions, a first line lengthened by import.meta values keeps its columns, and text
  * that does not quote the compiled module is left alone.
  */
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
