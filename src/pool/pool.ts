@@ -83,7 +83,7 @@ export type WorkerExit =
 export interface AgentPoolOptions {
   /** Most agent workers alive at once (running rollouts). */
   maxThreads?: number;
-  /** Workers kept warm, ready for the next rollout. */
+  /** Workers kept warm, ready for the next rollout (default: two per core, at most 8). */
   minThreads?: number;
   /**
    * Reuse workers across rollouts (a fresh agent module instance each time), running several
