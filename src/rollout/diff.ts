@@ -265,27 +265,20 @@ function visit(lhs: unknown, rhs: unknown, lhsHas: boolean, rhsHas: boolean, pat
   return null;
 }
 
-/** An object that was not written itself: only the paths to written objects below it. */
-function descend(object: object, path: Key[], w: Walk, node: PathNode): void {
-  const children = node.children;
-  if (children === null) return;
-  let keys: string[];
-  if (children.size === 1) keys = [...children.keys()];
-  // deep-diff's order: array indices from the last, object keys as the object lists them.
-  else if (Array.isArray(object)) keys = [...children.keys()].sort((a, b) => Number(b) - Number(a));
-  else keys = Object.keys(object).filter((k) => children.has(k));
-  const record = object as Record<string, unknown>;
-  for (const key of keys) {
-    path.push(Array.isArray(object) ? Number(key) : key);
-    const value = record[key];
-    walk(value, value, true, true, path, w, children.get(key));
-    path.pop();
-  }
+/** The keys of an unwritten object that lead to written ones, in deep-diff's order. */
+function childKeys(object: object, children: Map<string, PathNode>): string[] {
+  if (children.size === 1) return [...children.keys()];
+  // Array indices from the last, object keys as the object lists them.
+  if (Array.isArray(object)) return [...children.keys()].sort((a, b) => Number(b) - Number(a));
+  return Object.keys(object).filter((k) => children.has(k));
 }
 
-function walkArray(lhs: unknown[], rhs: unknown[], path: Key[], w: Walk, node: PathNode | undefined): void {
-  // deep-diff's order: additions from the end, then removals from the end, then common indices
-  // from the last to the first.
+/**
+ * Records the elements only one side of an array pair has, in deep-diff's order (additions from
+ * the end, then removals from the end), and returns the last index both have: their common
+ * indices are walked from there to the first.
+ */
+function recordArrayEnds(lhs: unknown[], rhs: unknown[], path: Key[], w: Walk): number {
   let i = rhs.length - 1;
   let j = lhs.length - 1;
   while (i > j) {
@@ -296,7 +289,24 @@ function walkArray(lhs: unknown[], rhs: unknown[], path: Key[], w: Walk, node: P
     w.changes.push(arrayRecord(path, j, record('D', [], w.old(lhs[j]), undefined)));
     j--;
   }
-  for (; i >= 0; --i) {
+  return i;
+}
+
+/** An object that was not written itself: only the paths to written objects below it. */
+function descend(object: object, path: Key[], w: Walk, node: PathNode): void {
+  const children = node.children;
+  if (children === null) return;
+  const record = object as Record<string, unknown>;
+  for (const key of childKeys(object, children)) {
+    path.push(Array.isArray(object) ? Number(key) : key);
+    const value = record[key];
+    walk(value, value, true, true, path, w, children.get(key));
+    path.pop();
+  }
+}
+
+function walkArray(lhs: unknown[], rhs: unknown[], path: Key[], w: Walk, node: PathNode | undefined): void {
+  for (let i = recordArrayEnds(lhs, rhs, path, w); i >= 0; --i) {
     path.push(i);
     walk(lhs[i], rhs[i], i in lhs, i in rhs, path, w, node?.children?.get(String(i)));
     path.pop();
@@ -329,12 +339,8 @@ function walkObject(lhs: Record<string, unknown>, rhs: Record<string, unknown>, 
 function* descendDeep(object: object, path: Key[], w: Walk, node: PathNode): Walker {
   const children = node.children;
   if (children === null) return;
-  let keys: string[];
-  if (children.size === 1) keys = [...children.keys()];
-  else if (Array.isArray(object)) keys = [...children.keys()].sort((a, b) => Number(b) - Number(a));
-  else keys = Object.keys(object).filter((k) => children.has(k));
   const record = object as Record<string, unknown>;
-  for (const key of keys) {
+  for (const key of childKeys(object, children)) {
     path.push(Array.isArray(object) ? Number(key) : key);
     const value = record[key];
     const inner = visit(value, value, true, true, path, w, children.get(key));
@@ -344,17 +350,7 @@ function* descendDeep(object: object, path: Key[], w: Walk, node: PathNode): Wal
 }
 
 function* walkArrayDeep(lhs: unknown[], rhs: unknown[], path: Key[], w: Walk, node: PathNode | undefined): Walker {
-  let i = rhs.length - 1;
-  let j = lhs.length - 1;
-  while (i > j) {
-    w.changes.push(arrayRecord(path, i, record('N', [], undefined, w.now(rhs[i]))));
-    i--;
-  }
-  while (j > i) {
-    w.changes.push(arrayRecord(path, j, record('D', [], w.old(lhs[j]), undefined)));
-    j--;
-  }
-  for (; i >= 0; --i) {
+  for (let i = recordArrayEnds(lhs, rhs, path, w); i >= 0; --i) {
     path.push(i);
     const inner = visit(lhs[i], rhs[i], i in lhs, i in rhs, path, w, node?.children?.get(String(i)));
     if (inner !== null) yield inner;
