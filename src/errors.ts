@@ -12,7 +12,8 @@ export type SiloErrorCode =
   | 'SILO_AGENT_NOT_FOUND'
   | 'SILO_AGENT_LOAD_FAILED'
   | 'SILO_RUN_NOT_FOUND'
-  | 'SILO_QUEUE_UNAVAILABLE';
+  | 'SILO_QUEUE_UNAVAILABLE'
+  | 'SILO_MISSING_PACKAGE';
 
 /** A harness or set-up failure with a stable code and a message that says what to do. */
 export class SiloError extends Error {
