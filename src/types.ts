@@ -29,11 +29,9 @@ export interface WorldContext {
 export interface ToolInputSchema {
   type: 'object';
   // `any`, as JSON Schema's own typings have it: frameworks type sub-schemas each their own way.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   properties: { [name: string]: any };
   required: string[];
   additionalProperties: boolean;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   [keyword: string]: any;
 }
 
