@@ -31,7 +31,11 @@ export interface ToolInputSchema {
   // `any`, as JSON Schema's own typings have it: frameworks type sub-schemas each their own way.
   properties: { [name: string]: any };
   required: string[];
-  additionalProperties: boolean;
+  /**
+   * `false` unless the author opened the schema. Typed loosely on purpose: the OpenAI Agents SDK
+   * types strict tools' schemas with `additionalProperties: false` and other tools' with `true`.
+   */
+  additionalProperties: any;
   [keyword: string]: any;
 }
 
