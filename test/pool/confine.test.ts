@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runRollout } from '../../src/index.js';
-import { tempDir, testWorld } from '../helpers.js';
+import { readRunFiles, tempDir, testWorld } from '../helpers.js';
 
 // Set before the compiler runs: a bundle of /proc/self/environ would carry it.
 const SECRET_NAME = 'SILO_CONFINE_TEST_SECRET';
@@ -76,5 +76,27 @@ describe('compiling a TypeScript agent', () => {
     const result = await runRollout({ task: world.task, agent: fileURLToPath(new URL('../../fixtures/agents/imports.ts', import.meta.url)), outDir: out.dir });
     expect(result.termination).toBe('returned');
     expect(result.output).toBe('hello agent 26');
+  });
+});
+
+describe('a permission the worker refuses', () => {
+  const perm = (name: string): string => fileURLToPath(new URL(`../../fixtures/agents/perm/${name}`, import.meta.url));
+
+  it('names the permission and the file in the load error, and what to do', async () => {
+    const world = testWorld();
+    const result = await runRollout({ task: world.task, agent: perm('imports-outside.mjs'), outDir: out.dir });
+    expect(result.termination).toBe('load_error');
+    const refused = fileURLToPath(new URL('../../fixtures/agents/lib/shared.mjs', import.meta.url));
+    expect(result.error?.message).toContain(`(FileSystemRead ${refused}): an agent may read only its own folder and its node_modules`);
+  });
+
+  it('names WorkerThreads in what the agent threw, in the trace and the diagnosis', async () => {
+    const world = testWorld();
+    const result = await runRollout({ task: world.task, agent: perm('starts-thread.mjs'), outDir: out.dir });
+    expect(result.termination).toBe('threw');
+    const said = /Access to this API has been restricted \(WorkerThreads\): an agent may not start worker threads/;
+    expect(result.diagnosis.find((f) => f.code === 'threw')?.message).toMatch(said);
+    const threw = readRunFiles(result.runDir).trace.find((e) => e.type === 'agent_threw');
+    expect(threw?.type === 'agent_threw' && threw.error.message).toMatch(said);
   });
 });
