@@ -151,7 +151,10 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
     const errors = (err as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors ?? [];
     const first = errors[0];
     const where = first?.location ? ` (${first.location.file}:${first.location.line})` : '';
-    throw new SiloError('SILO_AGENT_LOAD_FAILED', `cannot compile the agent ${path}: ${first?.text ?? (err as Error).message}${where}`);
+    // A package the agent imports that is not installed: say how to install it.
+    const missing = /^Could not resolve "((?:@[^/"]+\/)?[^./"][^/"]*)[^"]*"$/.exec(first?.text ?? '')?.[1];
+    const hint = missing ? `; install the package (npm install ${missing}) or fix the import` : '';
+    throw new SiloError('SILO_AGENT_LOAD_FAILED', `cannot compile the agent ${path}: ${first?.text ?? (err as Error).message}${where}${hint}`);
   }
   const outputs = result.outputFiles ?? [];
   const code = outputs.find((o) => !o.path.endsWith('.map'))?.text.replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n') ?? '';
