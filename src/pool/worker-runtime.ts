@@ -11,6 +11,9 @@ import { LOG_BUDGET_NOTE, LogBudget } from '../rollout/logs.js';
 import { captureOutput } from '../rollout/output.js';
 import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
 import type { AgentArgs, ToolResult } from '../types.js';
+import { closeProcessWide, processWideProblem } from './process-wide.js';
+
+export { closeProcessWide };
 
 type Send = (msg: WorkerMessage) => void;
 
@@ -21,6 +24,8 @@ const NEVER = new Promise<never>(() => {});
 
 /** Runs one agent to completion. In single-use mode the worker thread exits afterwards. */
 export async function runAgentTask(task: WorkerTask): Promise<void> {
+  // Done already while the worker warmed up (workers/agent.cts); a no-op then.
+  closeProcessWide();
   try {
     await runOnce(task);
   } catch (err) {
@@ -122,7 +127,7 @@ async function runAgent(
 ): Promise<void> {
   let agent: unknown;
   try {
-    const refused = guardProblem(task.guard);
+    const refused = processWideProblem() ?? guardProblem(task.guard);
     if (refused) throw Object.assign(new Error(refused), { code: 'agent_load_error' });
     const mod = (await importAgent(task.agentPath, !task.exitAfter)) as { default?: unknown };
     agent = mod.default;
