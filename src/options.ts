@@ -31,6 +31,16 @@ export const PORT_DRAIN_MS = 2_000;
 /** After a worker's grace period, how long its sandbox gets to terminate it before the whole sandbox is killed, ms. */
 export const SANDBOX_KILL_MS = 5_000;
 
+/** The least and the most time an agent's worker gets to start, ms (see workerStartMs in src/rollout/agent.ts). */
+export const WORKER_START_MIN_MS = 10_000;
+export const WORKER_START_MAX_MS = 60_000;
+
+/**
+ * After a worker is terminated, how long the host waits for its runner to say it is gone before
+ * taking it as gone: longer than a sandbox takes to kill itself (SANDBOX_KILL_MS) and drain.
+ */
+export const WORKER_GONE_MS = SANDBOX_KILL_MS + PORT_DRAIN_MS + 1_000;
+
 /** After the agent is done, how long tool calls already running may take to settle. */
 export const INFLIGHT_SETTLE_MS = 5_000;
 

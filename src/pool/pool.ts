@@ -201,8 +201,17 @@ export class AgentPool implements AgentRunner {
         execArgv: permissionArgs(readable),
         recordTiming: false,
       });
-      // A worker that dies with no task (e.g. while warming) has no promise to reject.
-      pool.on('error', () => {});
+      // A worker that dies with no task (e.g. while warming) has no promise to reject. When none
+      // is left, piscina starts no more if they die as they start (it gives up on a pool whose
+      // workers fail to boot), and the rollouts waiting for one would wait for ever: the pool is
+      // dropped, which ends them (as crashed), and the next rollout makes a new one.
+      const made = pool;
+      made.on('error', () => {
+        if (made.threads.length === 0 && made.queueSize > 0 && this.#pools.get(key) === made) {
+          this.#pools.delete(key);
+          void made.destroy().catch(() => {});
+        }
+      });
       this.#pools.set(key, pool);
     }
     return pool;
