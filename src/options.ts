@@ -53,6 +53,30 @@ export const MESSAGE_ENVELOPE_BYTES = 64 * 1024;
 /** Largest JSON preview of a check's expected/actual value kept in result.json. */
 export const CHECK_VALUE_MAX_CHARS = 2_000;
 
+/**
+ * Longest tool name the host takes from an agent, characters; a longer one is cut (and so names
+ * no tool). Tool names are short (MCP allows 128, OpenAI 64); without a cap each call of a
+ * flood could carry megabytes of name into the trace, twice (the call and its error).
+ */
+export const MAX_TOOL_NAME_CHARS = 256;
+
+/** Longest text the host keeps of an agent's account of a problem (a bad input, an output that could not be sent). */
+export const AGENT_NOTE_MAX_CHARS = 1_000;
+
+/**
+ * Characters of calls one rollout may have waiting for the host at once (calls run one at a time;
+ * an agent can send them faster than its tools answer). A call past it is refused at once,
+ * unrun, rather than kept: what an agent sends cannot pile up in the host's memory.
+ */
+export const CALLS_WAITING_MAX_CHARS = 8 * MiB;
+
+/**
+ * Characters of trace one rollout keeps in memory (the events the verifier and the diagnosis
+ * read). Past it, events are still written whole to trace.jsonl, but the copies kept in memory
+ * hold a note instead of their large parts (inputs, values, changes, log data).
+ */
+export const TRACE_MEMORY_MAX_CHARS = 8 * MiB;
+
 /** Largest agent_log message kept in the trace; longer ones are truncated. */
 export const LOG_MESSAGE_MAX_CHARS = 64 * 1024;
 

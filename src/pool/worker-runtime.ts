@@ -8,6 +8,7 @@ import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '../protocol.js';
 import { LOG_BUDGET_NOTE, LogBudget } from '../rollout/logs.js';
+import { capToolName } from './channel.js';
 import { captureOutput } from '../rollout/output.js';
 import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
 import type { AgentArgs, ToolResult } from '../types.js';
@@ -82,7 +83,8 @@ async function runOnce(task: WorkerTask): Promise<void> {
 
   const callTool = (name: unknown, input?: unknown): Promise<ToolResult> => {
     const id = nextId++;
-    const message = encodeCall(id, String(name), input, task.limits.maxMessageBytes);
+    // The host cuts a longer name anyway (it then names no tool): no need to send it whole.
+    const message = encodeCall(id, capToolName(String(name)), input, task.limits.maxMessageBytes);
     return new Promise<ToolResult>((resolve) => {
       pending.set(id, resolve);
       send(message);

@@ -119,6 +119,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     link.host,
     {
       call: (msg) => calls.handle(msg),
+      busy: (msg, waitingChars) => calls.busy(msg, waitingChars),
       log: (msg) => {
         const text = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}${TRUNCATED}` : msg.message;
         if (!keepLog(text.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return false;

@@ -7,11 +7,20 @@
  * closed. The file is opened (created) in the background, so creating it is not on the rollout's
  * path; lines that come before it is open wait in memory.
  */
-import { closeSync, open, writeSync } from 'node:fs';
+import { closeSync, open, openSync, writeSync } from 'node:fs';
+
+/**
+ * Characters pending at which lines are written at once rather than at the end of the turn: a
+ * flood of large events in one turn (calls answered in microtasks) must neither pile up in
+ * memory nor be joined into a string longer than V8 allows ("Invalid string length").
+ */
+const FLUSH_CHARS = 1024 * 1024;
 
 export class AppendFile {
+  readonly #file: string;
   /** Lines not written yet. */
   #pending: string[] = [];
+  #pendingChars = 0;
   #fd: number | null = null;
   /** Set once the file cannot be opened or written (disk full): later lines are dropped. */
   #failed = false;
@@ -20,10 +29,14 @@ export class AppendFile {
   readonly #opened: Promise<void>;
 
   constructor(file: string) {
+    this.#file = file;
     this.#opened = new Promise((resolve) => {
       open(file, 'a', (err, fd) => {
         if (err) {
-          this.#fail();
+          if (this.#fd === null) this.#fail();
+        } else if (this.#fd !== null) {
+          // Opened synchronously meanwhile (see append()).
+          closeQuietly(fd);
         } else {
           this.#fd = fd;
           // Lines that came while it opened; once closing, close() writes them.
@@ -38,8 +51,23 @@ export class AppendFile {
   append(text: string): void {
     if (this.#failed || this.#closed) return;
     this.#pending.push(text);
+    this.#pendingChars += text.length;
+    if (this.#pendingChars >= FLUSH_CHARS) {
+      // Too much to keep waiting: written now (the file opened now if it is not yet).
+      if (this.#fd === null) this.#openNow();
+      this.#flush();
+      return;
+    }
     // Until the file is open, lines wait; opening it writes them.
     if (this.#fd !== null) this.#flushing ??= setImmediate(() => this.#flush());
+  }
+
+  #openNow(): void {
+    try {
+      this.#fd = openSync(this.#file, 'a');
+    } catch {
+      this.#fail();
+    }
   }
 
   /** Writes what is pending and closes the file. Never rejects. */
@@ -58,6 +86,7 @@ export class AppendFile {
     if (this.#fd === null || this.#pending.length === 0) return;
     const text = this.#pending.length === 1 ? this.#pending[0]! : this.#pending.join('');
     this.#pending = [];
+    this.#pendingChars = 0;
     try {
       const bytes = Buffer.from(text, 'utf8');
       for (let at = 0; at < bytes.length; ) at += writeSync(this.#fd, bytes, at);
@@ -70,6 +99,7 @@ export class AppendFile {
   #fail(): void {
     this.#failed = true;
     this.#pending = [];
+    this.#pendingChars = 0;
   }
 }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { AppendFile } from '../../src/rollout/append-file.js';
 import { toJsonLine, Trace } from '../../src/rollout/trace.js';
 import { tempDir } from '../helpers.js';
+import { AGENT_NOTE_MAX_CHARS } from '../../src/options.js';
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** Until the background open (a thread-pool round trip) has completed and its lines are written. */
@@ -35,6 +36,17 @@ describe('AppendFile', () => {
     await nextTurn();
     expect(readFileSync(file, 'utf8')).toBe('first\nsecond\nthird\n');
     await lines.close();
+  });
+
+  it('writes at once, in pieces, what piles up within one turn (never one string too long to make)', async () => {
+    const file = join(temp.dir, 'lines.jsonl');
+    const lines = new AppendFile(file);
+    const line = `${'x'.repeat(600 * 1024)}\n`;
+    // Synchronously, before the background open has even completed.
+    for (let i = 0; i < 4; i++) lines.append(line);
+    expect(readFileSync(file, 'utf8').length).toBeGreaterThanOrEqual(2 * line.length);
+    await lines.close();
+    expect(readFileSync(file, 'utf8')).toBe(line.repeat(4));
   });
 
   it('appends to a file that exists', async () => {
@@ -88,6 +100,40 @@ describe('Trace', () => {
     const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as unknown);
     expect(lines).toEqual(trace.events);
     expect(trace.events.map((e) => e.seq)).toEqual([0, 1]);
+  });
+});
+
+describe('the trace kept in memory', () => {
+  let temp: ReturnType<typeof tempDir>;
+  beforeEach(() => (temp = tempDir('silo-trace-')));
+  afterEach(() => temp.remove());
+
+  it('keeps events past its budget without their large parts, and writes them whole to its file', async () => {
+    const file = join(temp.dir, 'trace.jsonl');
+    const trace = new Trace(file, undefined, 10_000);
+    const input = { text: 'i'.repeat(8_000) };
+    trace.add({ type: 'tool_call', callId: 1, name: 'tool', input });
+    trace.add({ type: 'tool_call', callId: 2, name: 'tool', input });
+    trace.add({ type: 'tool_call', callId: 3, name: 'tool', input: { small: true } });
+    trace.add({ type: 'tool_call', callId: 4, name: 'tool', input });
+    const changes = [{ kind: 'E' as const, path: ['a', 0], lhs: 'l'.repeat(5_000), rhs: 'r' }];
+    trace.add({ type: 'tool_result', callId: 4, durationMs: 1, ok: false, error: { code: 'tool_error', message: 'm'.repeat(5_000) }, changes });
+    trace.add({ type: 'agent_log', message: 'g'.repeat(5_000), data: { d: 'd'.repeat(5_000) } });
+    await trace.close();
+    const [first, second, third, fourth, result, log] = trace.events as any[];
+    expect(first.input).toBe(input);
+    // Past the budget: a note with the size and a hash, equal for equal inputs.
+    expect(second.input).toEqual({ omitted: expect.stringMatching(/^8011 characters of JSON, in trace.jsonl only \(this run's trace passed the 10000 characters kept in memory\)$/), sha1: expect.any(String) });
+    expect(fourth.input).toEqual(second.input);
+    expect(third.input).toEqual({ small: true });
+    expect(result.error.message).toHaveLength(AGENT_NOTE_MAX_CHARS);
+    expect(result.changes).toEqual([{ kind: 'E', path: ['a', 0] }]);
+    expect(log.message).toHaveLength(AGENT_NOTE_MAX_CHARS);
+    expect(log.data).toMatchObject({ omitted: expect.any(String) });
+    // The file has every event whole.
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { input?: unknown });
+    expect(lines[1]?.input).toEqual(input);
+    expect(lines.map((l) => (l as { seq: number }).seq)).toEqual([0, 1, 2, 3, 4, 5]);
   });
 });
 
