@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { dirname, resolve } from 'node:path';
 import { randomInt } from 'node:crypto';
 import { newId } from '../ids.js';
+import { thisProcess } from '../owner.js';
 import { SiloError, toErrorInfo } from '../errors.js';
 import { DEFAULT_OUT_DIR, resolveLimits, resolveSeed } from '../options.js';
 import { SILO_VERSION } from '../paths.js';
@@ -108,6 +109,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     silo: SILO_VERSION,
     node: process.versions.node,
     worldHash: null,
+    owner: thisProcess(),
   };
   await artifacts.create(record);
   const trace = new Trace(artifacts.traceFile, t0);
