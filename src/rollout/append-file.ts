@@ -7,7 +7,8 @@
  * closed. The file is opened (created) in the background, so creating it is not on the rollout's
  * path; lines that come before it is open wait in memory.
  */
-import { closeSync, open, openSync, writeSync } from 'node:fs';
+import { createHash, type Hash } from 'node:crypto';
+import { closeSync, fstatSync, open, openSync, readFileSync, writeSync } from 'node:fs';
 
 /**
  * Characters pending at which lines are written at once rather than at the end of the turn: a
@@ -27,9 +28,21 @@ export class AppendFile {
   #closed = false;
   #flushing: NodeJS.Immediate | null = null;
   readonly #opened: Promise<void>;
+  /** With `verify`: a hash of the bytes written, their count, and the file's size when opened. */
+  readonly #hash: Hash | null;
+  #written = 0;
+  #start = 0;
 
-  constructor(file: string) {
+  /**
+   * `verify`: close() tells whether the file holds exactly what was appended through this object.
+   * In thread mode an agent's thread shares the host's descriptors, and Node's permission model
+   * does not guard descriptors already open: it can write into this file. Opened for appending,
+   * it can only add bytes (or cut it short), never overwrite: its size and a hash of what was
+   * written show either.
+   */
+  constructor(file: string, { verify = false }: { verify?: boolean } = {}) {
     this.#file = file;
+    this.#hash = verify ? createHash('sha1') : null;
     this.#opened = new Promise((resolve) => {
       open(file, 'a', (err, fd) => {
         if (err) {
@@ -38,7 +51,7 @@ export class AppendFile {
           // Opened synchronously meanwhile (see append()).
           closeQuietly(fd);
         } else {
-          this.#fd = fd;
+          this.#opening(fd);
           // Lines that came while it opened; once closing, close() writes them.
           if (!this.#closed) this.#flush();
         }
@@ -64,20 +77,48 @@ export class AppendFile {
 
   #openNow(): void {
     try {
-      this.#fd = openSync(this.#file, 'a');
+      this.#opening(openSync(this.#file, 'a'));
     } catch {
       this.#fail();
     }
   }
 
-  /** Writes what is pending and closes the file. Never rejects. */
-  async close(): Promise<void> {
-    if (this.#closed) return this.#opened;
+  #opening(fd: number): void {
+    this.#fd = fd;
+    if (!this.#hash) return;
+    try {
+      this.#start = fstatSync(fd).size;
+    } catch {
+      this.#fail();
+    }
+  }
+
+  /**
+   * Writes what is pending and closes the file. Never rejects. Resolves false when lines were
+   * lost (the file could not be written) or, with `verify`, when the file does not hold exactly
+   * what was appended (see the constructor).
+   */
+  async close(): Promise<boolean> {
+    if (this.#closed) {
+      await this.#opened;
+      return !this.#failed;
+    }
     this.#closed = true;
     await this.#opened;
     this.#flush();
     if (this.#fd !== null) closeQuietly(this.#fd);
     this.#fd = null;
+    if (this.#failed) return false;
+    return this.#hash ? this.#intact(this.#hash) : true;
+  }
+
+  #intact(hash: Hash): boolean {
+    try {
+      const bytes = readFileSync(this.#file);
+      return bytes.length === this.#start + this.#written && createHash('sha1').update(bytes.subarray(this.#start)).digest('hex') === hash.digest('hex');
+    } catch {
+      return false;
+    }
   }
 
   #flush(): void {
@@ -90,6 +131,8 @@ export class AppendFile {
     try {
       const bytes = Buffer.from(text, 'utf8');
       for (let at = 0; at < bytes.length; ) at += writeSync(this.#fd, bytes, at);
+      this.#hash?.update(bytes);
+      this.#written += bytes.length;
     } catch {
       // A write error (disk full) must not crash the host; the run goes on without this file.
       this.#fail();

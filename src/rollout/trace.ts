@@ -5,8 +5,13 @@
  * it, every event is still kept, but its large parts (a call's input, a result's value and
  * changes, a log's data) are replaced by a note saying how large they were, with a hash so that
  * equal inputs still compare equal. The file always has them whole.
+ *
+ * With agents in threads of the host (thread mode), the file is checked when it is closed: an
+ * agent can write into the host's descriptors, and a file that does not hold exactly what the
+ * host wrote is written again from the events in memory.
  */
 import { createHash } from 'node:crypto';
+import { renameSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { AGENT_NOTE_MAX_CHARS, TRACE_MEMORY_MAX_CHARS } from '../options.js';
 import type { StateChange, TraceEvent, TraceEventInput } from '../types.js';
@@ -17,6 +22,7 @@ export class Trace {
   readonly #start: number;
   /** A write error (disk full) does not crash the host: the in-memory trace still grades. */
   readonly #file: AppendFile | null;
+  readonly #path: string | null;
   readonly #memoryChars: number;
   #seq = 0;
   /** Characters of JSON of the events kept whole in memory. */
@@ -24,11 +30,13 @@ export class Trace {
 
   /**
    * `file` null keeps the trace in memory only. `memoryChars` bounds the JSON kept whole in
-   * memory (see the file comment).
+   * memory (see the file comment). `verify`: check the file on close (see close()); for agents
+   * running in threads of this process, which share its descriptors.
    */
-  constructor(file: string | null, start = performance.now(), memoryChars = TRACE_MEMORY_MAX_CHARS) {
+  constructor(file: string | null, start = performance.now(), { memoryChars = TRACE_MEMORY_MAX_CHARS, verify = false }: { memoryChars?: number; verify?: boolean } = {}) {
     this.#start = start;
-    this.#file = file === null ? null : new AppendFile(file);
+    this.#path = file;
+    this.#file = file === null ? null : new AppendFile(file, { verify });
     this.#memoryChars = memoryChars;
   }
 
@@ -47,9 +55,20 @@ export class Trace {
   }
 
 
-  /** Flushes and closes the file. */
+  /**
+   * Flushes and closes the file. A file that does not hold exactly what was written to it (an
+   * agent in thread mode wrote into the host's descriptor; a write failed) is written again, whole,
+   * from the events kept in memory (those past the memory budget without their large parts).
+   */
   async close(): Promise<void> {
-    await this.#file?.close();
+    if (!this.#file || !this.#path || (await this.#file.close())) return;
+    try {
+      const tmp = `${this.#path}.${process.pid}.rewrite.tmp`;
+      writeFileSync(tmp, this.events.map((e) => `${toJsonLine(e)}\n`).join(''));
+      renameSync(tmp, this.#path);
+    } catch {
+      // (disk full) nothing more can be done for this file
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppendFile } from '../../src/rollout/append-file.js';
 import { toJsonLine, Trace } from '../../src/rollout/trace.js';
@@ -49,6 +49,29 @@ describe('AppendFile', () => {
     expect(readFileSync(file, 'utf8')).toBe(line.repeat(4));
   });
 
+  it('with verify, tells whether the file holds exactly what it appended', async () => {
+    const intact = new AppendFile(join(temp.dir, 'intact.jsonl'), { verify: true });
+    intact.append('one\n');
+    await nextTurn();
+    intact.append('two\n');
+    await expect(intact.close()).resolves.toBe(true);
+    // Someone else appends to it meanwhile (an agent thread writing to the host's descriptor).
+    const file = join(temp.dir, 'forged.jsonl');
+    const forged = new AppendFile(file, { verify: true });
+    forged.append('one\n');
+    await until(() => existsSync(file) && readFileSync(file, 'utf8') === 'one\n');
+    appendFileSync(file, 'forged\n');
+    forged.append('two\n');
+    await expect(forged.close()).resolves.toBe(false);
+    // Or cuts it and writes as much back.
+    const cut = join(temp.dir, 'cut.jsonl');
+    const truncated = new AppendFile(cut, { verify: true });
+    truncated.append('abcd\n');
+    await until(() => existsSync(cut) && readFileSync(cut, 'utf8') === 'abcd\n');
+    writeFileSync(cut, 'wxyz\n');
+    await expect(truncated.close()).resolves.toBe(false);
+  });
+
   it('appends to a file that exists', async () => {
     const file = join(temp.dir, 'lines.jsonl');
     const first = new AppendFile(file);
@@ -70,10 +93,10 @@ describe('AppendFile', () => {
     expect(readFileSync(file, 'utf8')).toBe('kept\n');
   });
 
-  it('never throws or rejects when the file cannot be opened', async () => {
+  it('never throws or rejects when the file cannot be opened, and says the lines were lost', async () => {
     const lines = new AppendFile(join(temp.dir, 'no-such-folder', 'lines.jsonl'));
     lines.append('lost\n');
-    await expect(lines.close()).resolves.toBeUndefined();
+    await expect(lines.close()).resolves.toBe(false);
     lines.append('also lost\n');
   });
 
@@ -110,7 +133,7 @@ describe('the trace kept in memory', () => {
 
   it('keeps events past its budget without their large parts, and writes them whole to its file', async () => {
     const file = join(temp.dir, 'trace.jsonl');
-    const trace = new Trace(file, undefined, 10_000);
+    const trace = new Trace(file, undefined, { memoryChars: 10_000 });
     const input = { text: 'i'.repeat(8_000) };
     trace.add({ type: 'tool_call', callId: 1, name: 'tool', input });
     trace.add({ type: 'tool_call', callId: 2, name: 'tool', input });
