@@ -9,7 +9,7 @@ import type { WorkerTask } from '../src/protocol.js';
 // Loaded while the worker is warm, before it takes a rollout; what an agent could change of the
 // whole process (V8 flags, reports, signals, channels to other threads) is closed at once.
 const runtime = import('../src/pool/worker-runtime.js').then((m) => {
-  m.closeProcessWide();
+  m.closeProcessWide(require);
   return m;
 });
 

@@ -15,10 +15,14 @@
  * SECURITY.md lists every API audited, what each could reach and what is done about it; the
  * hostile agent fixtures/agents/hostile/process-wide.mjs tries each by every route.
  */
-import modules, { syncBuiltinESMExports } from 'node:module';
-import os from 'node:os';
-import v8 from 'node:v8';
-import workerThreads from 'node:worker_threads';
+/** Loads a built-in's CommonJS exports: `process.getBuiltinModule` (Node 20.16+), or a `require`. */
+type Load = (id: string) => unknown;
+
+/**
+ * The built-ins' CommonJS exports are taken without importing them as ES modules: each namespace
+ * made costs the worker's start-up, and those that exist are brought in line at the end anyway.
+ */
+const getBuiltinModule = (process as { getBuiltinModule?: Load }).getBuiltinModule?.bind(process);
 
 /** Why an API is closed, by what it would reach. */
 const WHY = {
@@ -44,6 +48,11 @@ function refuse(api: string, why: string): (...args: unknown[]) => never {
   Object.defineProperty(stub, 'name', { value: api.slice(api.lastIndexOf('.') + 1) });
   return stub;
 }
+
+/** How built-ins are loaded here (set by closeProcessWide). */
+let builtin: Load = (id) => {
+  throw new Error(`${id} was asked for before the process-wide controls were closed`);
+};
 
 /** What could not be closed (a property Node made unchangeable): the worker then refuses the agent. */
 const failures: string[] = [];
@@ -100,6 +109,7 @@ function reportStandIn(): object {
  * the process (its environment, command line, handles, loaded libraries, network interfaces).
  */
 function workerReport(err?: unknown): object {
+  const os = builtin('node:os') as typeof import('node:os');
   return {
     header: {
       reportVersion: 3,
@@ -145,9 +155,18 @@ function closedBroadcastChannel(): unknown {
  * Closes the process-wide controls of this worker thread (see the file comment). Idempotent; must
  * run before the agent module loads. Never call it in a main thread: it disables process.kill.
  */
-export function closeProcessWide(): void {
+export function closeProcessWide(load: Load | undefined = getBuiltinModule): void {
   if (closed) return;
   closed = true;
+  if (!load) {
+    failures.push('every process-wide API (this Node has no process.getBuiltinModule)');
+    return;
+  }
+  builtin = load;
+  const v8 = builtin('node:v8') as object;
+  const os = builtin('node:os') as typeof import('node:os');
+  const workerThreads = builtin('node:worker_threads') as object;
+  const modules = builtin('node:module') as typeof import('node:module');
   // V8: flags for every later isolate of the process; files written without write permission.
   close(v8, 'setFlagsFromString', 'v8.setFlagsFromString', WHY.flags);
   close(v8, 'setHeapSnapshotNearHeapLimit', 'v8.setHeapSnapshotNearHeapLimit', WHY.write);
@@ -181,7 +200,7 @@ export function closeProcessWide(): void {
   for (const key of ['register', 'registerHooks', 'enableCompileCache', 'flushCompileCache']) close(modules, key, `module.${key}`, WHY.hooks);
 
   // The ES module namespaces of node:v8, node:os, node:process ... take the stand-ins too.
-  syncBuiltinESMExports();
+  modules.syncBuiltinESMExports();
 }
 
 /** Why this worker must not run an agent: something process-wide could not be closed; or null. */

@@ -8,7 +8,6 @@ import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '../protocol.js';
 import { LOG_BUDGET_NOTE, LogBudget } from '../rollout/logs.js';
-import { capToolName } from './channel.js';
 import { captureOutput } from '../rollout/output.js';
 import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
 import type { AgentArgs, ToolResult } from '../types.js';
@@ -83,8 +82,7 @@ async function runOnce(task: WorkerTask): Promise<void> {
 
   const callTool = (name: unknown, input?: unknown): Promise<ToolResult> => {
     const id = nextId++;
-    // The host cuts a longer name anyway (it then names no tool): no need to send it whole.
-    const message = encodeCall(id, capToolName(String(name)), input, task.limits.maxMessageBytes);
+    const message = encodeCall(id, String(name), input, task.limits.maxMessageBytes);
     return new Promise<ToolResult>((resolve) => {
       pending.set(id, resolve);
       send(message);
