@@ -98,9 +98,9 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   const guard = new LimitGuard(limits, (fired) => {
     trace.add({ type: 'limit_exceeded', limit: fired.limit, message: fired.reason });
     channel.abort(fired.reason);
-    // A worker that has not started runs no agent that could use a grace period.
-    if (startedAt === undefined) terminate.abort(fired.reason);
-    else graceTimer = setTimeout(() => terminate.abort(fired.reason), limits.graceMs);
+    // Also before the worker started (a cancel): the abort reaches the agent once it has, and it
+    // gets its grace period to return what it has.
+    graceTimer = setTimeout(() => terminate.abort(fired.reason), limits.graceMs);
   });
   const calls = createCallPath(guard, opts.toolbox, trace);
   const usage = new UsageTally();
