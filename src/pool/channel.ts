@@ -194,7 +194,7 @@ export class HostChannel {
     // Every field the host keeps is bounded here, whatever the worker (or an agent writing on its
     // port) sent: text cut, values outside their set dropped.
     if (msg.type === 'log') {
-      if (msg.stream !== 'stdout' && msg.stream !== 'stderr') delete msg.stream;
+      if (msg.stream !== undefined && msg.stream !== 'stdout' && msg.stream !== 'stderr') delete msg.stream;
       return msg;
     }
     if (msg.type === 'done') {

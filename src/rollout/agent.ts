@@ -186,7 +186,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   ).catch((err: unknown): WorkerExit => ({ kind: 'exited', message: `the agent's worker could not start: ${describeError(err)}` }));
   // Whatever the runner does, a terminated worker is gone for this rollout within a bound: one
   // that never answers (a sandbox stuck as it starts) cannot hold the rollout, or an eval, forever.
-  const exit = Promise.race([run, gone(terminate.signal)]);
+  const exit = Promise.race([run, goneAfterTerminate(run, terminate.signal)]);
 
   // Either the completion arrives, or the worker goes away first. In the second case, wait for
   // the port to drain and close: messages sent before the exit are still delivered.
@@ -283,16 +283,24 @@ export function workerStartMs(timeoutMs: number): number {
 }
 
 /**
- * Resolves this long after `terminate` fires: by then the runner has ended the worker (or, in
- * the sandbox, the whole sandbox); if it has not said so, the worker is taken as gone.
+ * Resolves WORKER_GONE_MS after `terminate` fires if `run` has not settled by then: the runner has
+ * had time to end the worker (or, in the sandbox, the whole sandbox), so the worker is taken as
+ * gone. Its timer holds the process only while it waits for a runner that has not answered.
  */
-function gone(terminate: AbortSignal): Promise<WorkerExit> {
+function goneAfterTerminate(run: Promise<WorkerExit>, terminate: AbortSignal): Promise<WorkerExit> {
+  let settled = false;
+  let timer: NodeJS.Timeout | undefined;
   return new Promise((resolve) => {
-    const timeout = (): void => {
-      setTimeout(() => resolve({ kind: 'exited', message: 'the worker did not end when it was terminated' }), WORKER_GONE_MS).unref();
+    const wait = (): void => {
+      if (!settled) timer = setTimeout(() => resolve({ kind: 'exited', message: 'the worker did not end when it was terminated' }), WORKER_GONE_MS);
     };
-    if (terminate.aborted) timeout();
-    else terminate.addEventListener('abort', timeout, { once: true });
+    void run.then(() => {
+      settled = true;
+      clearTimeout(timer);
+      terminate.removeEventListener('abort', wait);
+    });
+    if (terminate.aborted) wait();
+    else terminate.addEventListener('abort', wait, { once: true });
   });
 }
 
