@@ -28,7 +28,6 @@ const getBuiltinModule = (process as { getBuiltinModule?: Load }).getBuiltinModu
 const WHY = {
   flags: 'V8 flags are process-wide: they would reach every later rollout in this process',
   write: 'it writes files, and agents may not write',
-  report: 'reports are process-wide and hold the whole environment of the process',
   priority: 'priorities reach the threads of other rollouts',
   signal: 'agents may not signal processes',
   channel: 'it reaches other threads of this process, which run other rollouts',
@@ -191,7 +190,7 @@ export function closeProcessWide(load: Load | undefined = getBuiltinModule): voi
   replace(globalThis, 'BroadcastChannel', channel, 'BroadcastChannel');
   replace(workerThreads, 'BroadcastChannel', channel, 'worker_threads.BroadcastChannel');
   close(workerThreads, 'postMessageToThread', 'worker_threads.postMessageToThread', WHY.channel);
-  // Web Locks (Node 22.?+/24): one lock manager for every thread of the process.
+  // Web Locks (newer Node versions): one lock manager for every thread of the process.
   close(workerThreads, 'locks', 'worker_threads.locks', WHY.channel);
   const nav = (globalThis as { navigator?: object }).navigator;
   if (nav && 'locks' in nav) replace(nav, 'locks', undefined, 'navigator.locks');
