@@ -47,11 +47,20 @@ export const CLIENT_JS = String.raw`
 
   // --- tasks -------------------------------------------------------------------------------
   var taskStats = data.summary.tasks;
+  var base = data.baseline || null;
+  // A task's change against the baseline: the difference in points, its verdict, the old rate.
+  function change(c) {
+    if (!c) return h('td', { className: 'num muted', text: 'not in baseline' });
+    var text = c.delta === null ? '' : (c.delta > 0 ? '+' : c.delta < 0 ? '\u2212' : '\u00b1') + Math.abs(c.delta * 100).toFixed(0) + ' pts ';
+    var title = (c.was === null ? '' : 'baseline ' + pct(c.was)) + (c.pHolm === null ? '' : ', p (Holm) ' + c.pHolm.toPrecision(2));
+    return h('td', { className: 'num change ' + c.verdict, title: title || null }, text, h('span', { className: 'badge ' + c.verdict, text: c.verdict }));
+  }
   var ks = taskStats.length > 0 ? Object.keys(taskStats[0].passAtK) : [];
   function renderTasks() {
     var table = document.getElementById('task-table');
     var head = clear(table.tHead);
     var cols = ['task', 'runs', 'pass rate'];
+    if (base) cols.push('vs baseline');
     ks.forEach(function (k) { cols.push('pass@' + k); });
     ks.forEach(function (k) { cols.push('pass^' + k); });
     cols.push('score', 'p50', 'p95', 'flaky');
@@ -60,6 +69,7 @@ export const CLIENT_JS = String.raw`
     var from = state.taskPage * TASKS_PAGE;
     taskStats.slice(from, from + TASKS_PAGE).forEach(function (t) {
       var cells = [h('td', { text: t.taskId }), h('td', { className: 'num', text: (t.passed + t.failed) + (t.errors ? ' (+' + t.errors + ' err)' : '') }), h('td', { className: 'num', text: pct(t.passRate) })];
+      if (base) cells.push(change(base.tasks[taskStats.indexOf(t)]));
       ks.forEach(function (k) { cells.push(h('td', { className: 'num', text: pct(t.passAtK[k]) })); });
       ks.forEach(function (k) { cells.push(h('td', { className: 'num', text: pct(t.passHatK[k]) })); });
       cells.push(h('td', { className: 'num', text: num(t.meanScore) }), h('td', { className: 'num', text: fmtMs(t.p50Ms) }), h('td', { className: 'num', text: fmtMs(t.p95Ms) }), h('td', { className: 'num', text: t.flaky ? 'flaky' : '' }));
