@@ -6,7 +6,7 @@
  * runs update their eval; `silo regrade` prints what changed and exits as `silo eval`.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mergeEvals, regrade, runEval, type RegradeReport } from '../../src/index.js';
 import { EvalStore } from '../../src/eval/store.js';
@@ -14,6 +14,7 @@ import { nextResultNumber, wasGraded } from '../../src/eval/regrade-run.js';
 import type { EvalRunLine, EvalSummary, ResultRecord, RunRecord } from '../../src/types.js';
 import { runSilo } from '../cli/silo.js';
 import { tempDir } from '../helpers.js';
+import { grades, writeHelpdesk } from './regrade-tasks.js';
 import { statistics } from './statistics.js';
 
 const tmp = tempDir('silo-regrade-');
@@ -21,37 +22,7 @@ afterAll(() => tmp.remove());
 // The task files written below are ES modules.
 writeFileSync(join(tmp.dir, 'package.json'), '{ "type": "module" }\n');
 
-const ROOT = resolve('.');
 const SOLVER = 'fixtures/agents/helpdesk-solver.ts';
-
-/**
- * The helpdesk tasks as a task file in `dir`, graded wrongly (`broken`) or as they are (`fixed`).
- * Broken: close-ticket's checks are inverted, escalate-priority's verifier throws, and
- * deactivate-inactive allows changes to tickets only (its writes are to users). Every task also
- * records a hash of the final world its verifier got, so a regrade shows whether it rebuilt it.
- */
-function writeHelpdesk(dir: string, version: 'broken' | 'fixed', options: { snapshot?: boolean } = {}): string {
-  const file = join(dir, 'tasks.ts');
-  writeFileSync(
-    file,
-    `import { createHash } from 'node:crypto';
-import tasks from '${ROOT}/fixtures/helpdesk/tasks.ts';
-const broken = ${version === 'broken'};
-const environment = ${options.snapshot ? `{ ...tasks[0].environment, trackChanges: false }` : 'tasks[0].environment'};
-const hash = (world) => createHash('sha256').update(JSON.stringify(world)).digest('hex');
-export default tasks.map((t) => {
-  let verify = t.verify;
-  let mayChange = t.mayChange;
-  if (broken && t.id === 'helpdesk/close-ticket') verify = async (args) => (await t.verify(args)).map((c) => ({ ...c, pass: !c.pass }));
-  if (broken && t.id === 'helpdesk/escalate-priority') verify = () => { throw new Error('cannot read properties of undefined'); };
-  if (broken && t.id === 'helpdesk/deactivate-inactive') mayChange = ['tickets'];
-  const withHash = async (args) => [...(await verify(args)), { name: 'final world', pass: true, actual: hash(args.final) }, { name: 'initial world', pass: true, actual: hash(args.initial) }];
-  return { ...t, environment, verify: withHash, ...(mayChange ? { mayChange } : {}) };
-});
-`,
-  );
-  return file;
-}
 
 const CHANGED_BY_THE_FIX = ['helpdesk/close-ticket', 'helpdesk/escalate-priority', 'helpdesk/deactivate-inactive'];
 
@@ -65,16 +36,6 @@ function resultOf(out: string, runId: string, name = 'result.json'): ResultRecor
 
 function runOf(out: string, runId: string): RunRecord {
   return JSON.parse(readFileSync(join(out, 'runs', runId, 'run.json'), 'utf8')) as RunRecord;
-}
-
-/** Per (task, trial): the grade and what it rests on, without ids and timings. */
-function grades(out: string, evalId: string): Map<string, unknown> {
-  const map = new Map<string, unknown>();
-  for (const line of linesOf(out, evalId)) {
-    const r = resultOf(out, line.runId);
-    map.set(`${line.taskId}#${line.trial}`, { status: r.status, score: r.score, checks: r.checks, diagnosis: r.diagnosis, error: r.error ?? null, line: { ...line, runId: '', durationMs: 0 } });
-  }
-  return map;
 }
 
 function checkValue(result: ResultRecord, name: string): unknown {
