@@ -1,7 +1,7 @@
 // `npm run bench:regrade` (`-- --json` for machines, `-- --task 'retail/dev/*'` for a sample):
 // grading the retail oracle's runs again against running them. An eval of the retail tasks with
 // the oracle agent, as a user runs it (sandbox process, concurrency 16), then `regrade` of that
-// eval with the verifiers unchanged (default concurrency, and one at a time): wall time per run of
+// eval with the verifiers unchanged (default concurrency 1, and 4 at once): wall time per run of
 // each, and their ratio. The regrade must change and refuse nothing. Both load the task file once.
 // Benchmarks print numbers; tests never assert timings.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,7 +26,7 @@ const evalMs = performance.now() - t;
 if (summary.totals.passed !== summary.totals.runs) throw new Error(`the oracle should pass every task: ${JSON.stringify(summary.totals)}`);
 
 const regrades = [];
-for (const c of [undefined, 1]) {
+for (const c of [undefined, 4]) {
   log(`regrade${c ? `, concurrency ${c}` : ''} …`);
   t = performance.now();
   const report = await regrade({ target: summary.evalId, outDir: out, ...(c ? { concurrency: c } : {}) });

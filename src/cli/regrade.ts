@@ -19,16 +19,17 @@ export function registerRegrade(program: Command): void {
     .description("grade stored runs again with today's verifiers, without running any agent (after fixing a verifier)")
     .argument('<target>', 'an evalId or runId (or a unique prefix), an eval folder, a run folder, or an --out folder holding one eval')
     .option('-o, --out <dir>', 'artifact folder to look in', '.silo')
-    .option('--tasks <path>', "take the tasks from these files or folders (by id) instead of each run's recorded task file (repeatable)", collect)
-    .option('-c, --concurrency <n>', 'runs graded at once', integer(1), DEFAULT_REGRADE_CONCURRENCY)
+    .option('--tasks <path>', 'take the tasks (by id) from these files or folders instead (repeatable): tasks that moved, shards from other checkouts', collect)
+    .option('-c, --concurrency <n>', 'runs graded at once (raise it for verifiers that wait, such as a model as judge)', integer(1), DEFAULT_REGRADE_CONCURRENCY)
     .option('--json', 'print { runs, passed, failed, errors, skipped, changed, refused, evals } as JSON')
     .addHelpText(
       'after',
-      "\nEach run's task is loaded from its task file as it is now; its world is rebuilt from the recorded\n" +
-        'seed and must hash to the recorded worldHash (else the run is refused: world_changed); the stored\n' +
-        "state-diff.json gives the final world; today's verifier and mayChange grade it with the stored\n" +
-        'output and trace. The old result is kept as result.<n>.json. An eval gets its runs.jsonl and\n' +
-        'summary.json recomputed. Runs never graded (not started, agent not loaded, cancelled) stay as they were.\n' +
+      "\nEach run's task is loaded by id from its task file as it is now (for an eval's runs, the eval's task\n" +
+        'files). Its world is rebuilt from the recorded seed and must hash to the recorded worldHash (else\n' +
+        "the run is refused: world_changed); the stored state-diff.json gives the final world; today's\n" +
+        'verifier and mayChange grade it with the stored output and trace. The old result is kept as\n' +
+        'result.<n>.json. An eval gets its runs.jsonl and summary.json recomputed. Runs never graded (not\n' +
+        'started, agent not loaded, cancelled) stay as they were. No agent code runs.\n' +
         'Exit codes: 0 every run passes, 1 a run failed or errored or was refused, 2 usage or set-up error.\n' +
         'Example:\n  silo regrade 01JEVALID',
     )

@@ -85,7 +85,7 @@ function list(ids: readonly string[]): string {
 export function baselineLines(evalId: string, b: BaselineRecord, s: Style): string[] {
   const ci = b.ci95 ? ` (95% CI ${points(b.ci95[0])} to ${points(b.ci95[1])})` : '';
   const out = [`against baseline ${b.evalId}: mean pass rate per task ${s.bold(points(b.delta))}${ci}`];
-  out.push(b.regressed.length > 0 ? s.red(`  regressed (${b.regressed.length}): ${list(b.regressed)}`) : '  no task regressed');
+  out.push(b.regressed.length > 0 ? s.red(`  regressed (${b.regressed.length}): ${list(b.regressed)}`) : '  no task regressed significantly');
   if (b.improved.length > 0) out.push(s.green(`  improved (${b.improved.length}): ${list(b.improved)}`));
   out.push(s.dim(`  silo compare ${b.evalId} ${evalId} lists every task`));
   return out;

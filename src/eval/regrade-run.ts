@@ -32,7 +32,7 @@ export type RunRegrade =
       kind: 'regraded';
       run: RunRecord;
       from: Exclude<RunStatus, 'running'>;
-      /** The run as runRollout would have returned it with today's grade (for the eval's run line). */
+      /** The run as runRollout would have returned it with today's grade, for the eval's run line (output and check values left out). */
       result: RunResult;
     }
   /** Never graded (not started, agent did not load, cancelled, lost): left as it was. */
@@ -93,6 +93,8 @@ export async function regradeRun(dir: string, findTask: TaskFinder, regradedAt: 
     kind: 'regraded',
     run: record,
     from,
+    // Kept until the eval's lines are rewritten, for every run: without the output and the checks'
+    // values (on disk in result.json), so a regrade of 10,000 runs stays small in memory.
     result: {
       runId: run.runId,
       runDir: dir,
@@ -100,8 +102,8 @@ export async function regradeRun(dir: string, findTask: TaskFinder, regradedAt: 
       status: graded.status,
       score: graded.score,
       termination: old.termination,
-      checks: graded.checks,
-      output: old.output,
+      checks: graded.checks.map((c) => (c.message === undefined ? { name: c.name, pass: c.pass } : { name: c.name, pass: c.pass, message: c.message })),
+      output: null,
       diagnosis,
       ...(error ? { error } : {}),
       durationMs: run.durationMs ?? 0,

@@ -24,8 +24,12 @@ import { Tally } from './tally.js';
 
 export type { RegradeRefusal, RefusalReason } from './regrade-run.js';
 
-/** Runs graded again at once by default (verifiers may wait on something; most only compute). */
-export const DEFAULT_REGRADE_CONCURRENCY = 4;
+/**
+ * Runs graded again at once by default. Most verifiers only compute, and then one at a time is
+ * fastest: on the retail world 4 at once took 1.7× as long per run (four runs' worlds alive at
+ * once make the garbage collector work harder). A verifier that waits (a model as judge) wants more.
+ */
+export const DEFAULT_REGRADE_CONCURRENCY = 1;
 
 /** Options of regrade. */
 export interface RegradeOptions {
@@ -42,7 +46,7 @@ export interface RegradeOptions {
    * run.json records: for runs recorded on another machine, or tasks that moved.
    */
   tasks?: string[];
-  /** Runs graded at once. Default 4. */
+  /** Runs graded at once. Default 1 (more for verifiers that wait, such as a model as judge). */
   concurrency?: number;
   /** Called after each run. */
   onProgress?: (progress: { done: number; total: number }) => void;
@@ -211,34 +215,44 @@ function readFinishedSummary(outDir: string, evalId: string): EvalSummary {
 }
 
 /**
- * Where runs find their tasks: the files given (`tasks`), else each run's own task file as it is
- * now; a task file that is not there (a run recorded on another machine) falls back to the eval's
- * task files. Each file is loaded once. A file that does not load is an error to fix, not a refusal.
+ * Where runs find their tasks: in the files given (`tasks`); else, for the runs of an eval, in the
+ * eval's own task files (the run's file when it is one of them), as they are now; else (a run of
+ * no eval) in the task file its run.json records. An eval's runs never take their task from
+ * another file their run.json names: a queue worker writes that record, and regrading must not
+ * import a file a worker chose. Each file is loaded once; one that does not load is an error to
+ * fix, not a refusal.
  */
-function taskFinder(paths: string[] | undefined, evalFiles: readonly string[] = []): TaskFinder {
+function taskFinder(paths: string[] | undefined, evalFiles: readonly string[] | undefined): TaskFinder {
   const files = new Map<string, Promise<Map<string, Task>>>();
-  const load = (list: readonly string[]): Promise<Map<string, Task>> => {
-    const key = list.join('\u0000');
-    let found = files.get(key);
-    if (!found) files.set(key, (found = loadTasks(list).then((loaded) => new Map(loaded.map((t) => [t.task.id, t.task])))));
+  const load = (file: string): Promise<Map<string, Task>> => {
+    let found = files.get(file);
+    if (!found) files.set(file, (found = loadTasks([file]).then((loaded) => new Map(loaded.map((t) => [t.task.id, t.task])))));
     return found;
+  };
+  const search = async (list: readonly string[], id: string): Promise<Task | undefined> => {
+    for (const file of list) {
+      const task = (await load(file)).get(id);
+      if (task) return task;
+    }
+    return undefined;
   };
   if (paths !== undefined) {
     const given = discoverTaskFiles(paths);
-    return async (run) => (await load(given)).get(run.taskId) ?? `no task ${run.taskId} in ${given.join(', ')}`;
+    return async (run) => (await search(given, run.taskId)) ?? `no task ${run.taskId} in ${given.join(', ')}`;
+  }
+  if (evalFiles !== undefined) {
+    return async (run) => {
+      const here = evalFiles.filter((file) => existsSync(file));
+      if (here.length === 0) return `none of the eval's task files is here (${evalFiles.join(', ')}); give them with --tasks`;
+      // The run's own file first: the one it was loaded from when it is still among them.
+      const order = run.taskFile !== null && here.includes(run.taskFile) ? [run.taskFile, ...here.filter((f) => f !== run.taskFile)] : here;
+      return (await search(order, run.taskId)) ?? `the eval's task files have no task ${run.taskId} any more (${here.join(', ')})`;
+    };
   }
   return async (run) => {
-    if (run.taskFile !== null && existsSync(run.taskFile)) {
-      return (await load([run.taskFile])).get(run.taskId) ?? `${run.taskFile} has no task ${run.taskId} any more`;
-    }
-    const here = evalFiles.filter((file) => existsSync(file));
-    const where = run.taskFile === null ? 'its task came from no file' : `its task file ${run.taskFile} is not here`;
-    if (here.length === 0) return `${where}; give the task files with --tasks`;
-    for (const file of here) {
-      const task = (await load([file])).get(run.taskId);
-      if (task) return task;
-    }
-    return `${where}, and the eval's task files have no task ${run.taskId}; give the task files with --tasks`;
+    if (run.taskFile === null) return 'its task came from no file; give the task files with --tasks';
+    if (!existsSync(run.taskFile)) return `its task file ${run.taskFile} is not here; give the task files with --tasks`;
+    return (await load(run.taskFile)).get(run.taskId) ?? `${run.taskFile} has no task ${run.taskId} any more`;
   };
 }
 

@@ -1,9 +1,11 @@
 /**
  * A stored run's two worlds, rebuilt without its agent: the initial world from createState with
- * the run's seed and the rollout's context (state.ts), checked against run.json's `worldHash`, and
- * the final world from a second, independent build with `state-diff.json` applied. A world is
- * deterministic for its seed, so this is the world the verifier saw; when the hash differs, the
- * environment (or its data) changed since and the run cannot be graded again.
+ * the run's seed and the rollout's clock (state.ts), checked against run.json's `worldHash`, and
+ * the final world with `state-diff.json` applied to another copy. A world is deterministic for its
+ * seed, so these are the worlds the verifier saw (the same keys, values and array order; the order
+ * of keys in an object a tool rebuilt, and in a snapshotted world the types JSON does not keep, are
+ * not in the diff). When the hash differs, the environment or its data changed since, and the run
+ * cannot be graded again.
  */
 import deepDiff from 'deep-diff';
 import { CREATE_STATE_TIMEOUT_MS } from '../options.js';

@@ -204,6 +204,31 @@ describe('regrade refuses and skips', () => {
   });
 });
 
+describe('regrade imports only the task files of the eval', () => {
+  it("never imports a task file that a run's record names but the eval did not run (a queue worker writes that record)", async () => {
+    const dir = join(tmp.dir, 'planted');
+    mkdirSync(dir, { recursive: true });
+    const tasks = writeHelpdesk(dir, 'fixed');
+    const out = join(dir, 'out');
+    const summary = await runEval({ paths: [tasks], agent: SOLVER, outDir: out, isolation: 'thread', task: ['helpdesk/close-ticket'] });
+    const [line] = linesOf(out, summary.evalId);
+    // A file of the attacker's choosing, with a task of the same id that would pass anything.
+    const planted = join(dir, 'planted.ts');
+    writeFileSync(
+      planted,
+      `(globalThis as { __planted?: boolean }).__planted = true;
+export default { id: 'helpdesk/close-ticket', environment: { name: 'x', createState: () => ({}), tools: [] }, instruction: '', verify: () => [{ name: 'ok', pass: true }] };
+`,
+    );
+    const runFile = join(out, 'runs', line!.runId, 'run.json');
+    writeFileSync(runFile, JSON.stringify({ ...runOf(out, line!.runId), taskFile: planted }));
+    const report = await regrade({ target: summary.evalId, outDir: out });
+    expect((globalThis as { __planted?: boolean }).__planted).toBeUndefined();
+    expect(report).toMatchObject({ runs: 1, refused: [], changed: [] });
+    expect(resultOf(out, line!.runId).checks.map((c) => c.name)).toContain('final world');
+  });
+});
+
 describe('regrade runs no agent code', () => {
   it('grades the answer the agent gave once: no tool runs again, the answer is the stored one', async () => {
     const dir = join(tmp.dir, 'once');
@@ -274,5 +299,8 @@ describe('regrade of merged shards and of single runs', () => {
     expect(updated).toMatchObject({ status: 'passed', score: 1 });
     expect(updated.failed).toBeUndefined();
     expect(new EvalStore(out, summary.evalId).readSummary().totals).toMatchObject({ passed: 2, failed: 0 });
+    const shown = await runSilo(['show', join(out, 'runs', line.runId)]);
+    expect(shown.stdout).toMatch(/^helpdesk\/close-ticket {2}PASSED/);
+    expect(shown.stdout).toMatch(/regraded {4}\d{4}-\d\d-\d\dT.* \(the earlier results are kept as result\.<n>\.json\)/);
   }, 60_000);
 });
