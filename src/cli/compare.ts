@@ -1,6 +1,7 @@
 /** `silo compare`: two evals task by task, with Fisher's exact test, Holm's correction and a bootstrap interval. */
 import type { Command } from 'commander';
-import { compareEvals, DEFAULT_COMPARE_SEED, DEFAULT_RESAMPLES } from '../eval/compare.js';
+import { DEFAULT_COMPARE_SEED, DEFAULT_RESAMPLES } from '../eval/compare.js';
+import { compareEvals } from '../eval/compare-evals.js';
 import { compareTable } from '../eval/compare-table.js';
 import { writeComparePage } from '../inspect/compare-page.js';
 import { createStyle } from '../inspect/style.js';

@@ -68,7 +68,7 @@ export function formatRegrade(r: RegradeReport, s: Style): string {
   );
   for (const c of r.changed) {
     const paint = c.to === 'passed' ? s.green : c.to === 'failed' ? s.red : s.yellow;
-    out.push(`  ${paint(`${c.from} → ${c.to}`)}  ${c.taskId}${c.trial === undefined ? '' : ` trial ${c.trial}`}  ${s.dim(c.runId)}`);
+    out.push(`  ${paint(`${c.from} → ${c.to}`)}  ${c.taskId}${c.trial === undefined ? '' : ` trial ${c.trial}`}  ${s.dim(c.runId)}${c.retried ? s.dim(' (retried: not counted)') : ''}`);
   }
   if (r.refused.length > 0) {
     out.push(s.yellow(`refused (their results stay as they were):`));

@@ -3,12 +3,10 @@
  * of each, the difference of pass rates, Fisher's exact two-sided p-value on the 2×2 table, and a
  * verdict after Holm's correction across tasks (so 600 tasks do not hand out a "regression" by
  * chance); overall, the difference of mean per-task pass rates with a seeded bootstrap interval
- * over tasks. Only the two summaries are read: graded runs (passed + failed) are the n.
+ * over tasks. Only the two summaries are read: graded runs (passed + failed) are the n. Finding
+ * stored evals is compare-evals.ts's.
  */
-import { resolve } from 'node:path';
 import { SiloError } from '../errors.js';
-import { DEFAULT_OUT_DIR } from '../options.js';
-import { resolveEval } from '../inspect/report.js';
 import type { BaselineRecord, EvalSummary, TaskStats } from '../types.js';
 import { bootstrapMeanCi95, fisherExact, holm, mean } from './significance.js';
 import { passHatK, reportedKs } from './stats.js';
@@ -100,28 +98,6 @@ export interface CompareStatsOptions {
   resamples?: number;
 }
 
-/** Options of compareEvals. */
-export interface CompareOptions extends CompareStatsOptions {
-  /** The baseline: an evalId, a unique prefix of one, or an eval folder. */
-  a: string;
-  /** The eval to judge against it. */
-  b: string;
-  /** Artifact folder holding `evals/`. Default `.silo`. */
-  outDir?: string;
-}
-
-/** Compares two stored evals (see the module comment). */
-export function compareEvals(options: CompareOptions): Comparison {
-  const outDir = resolve(options.outDir ?? DEFAULT_OUT_DIR);
-  return compareSummaries(readEvalSummary(options.a, outDir), readEvalSummary(options.b, outDir), options);
-}
-
-/** An eval's summary by evalId, unique prefix, or folder. */
-export function readEvalSummary(ref: string, outDir: string): EvalSummary {
-  const found = resolveEval(ref, outDir);
-  return new EvalStore(found.outDir, found.evalId).readSummary();
-}
-
 /** Compares two summaries: `a` is the baseline, `b` the eval judged against it. */
 export function compareSummaries(a: EvalSummary, b: EvalSummary, options: CompareStatsOptions = {}): Comparison {
   const seed = options.seed ?? DEFAULT_COMPARE_SEED;
@@ -190,20 +166,6 @@ export function compareSummaries(a: EvalSummary, b: EvalSummary, options: Compar
 export function baselineRecord(comparison: Comparison): BaselineRecord {
   const o = comparison.overall;
   return { evalId: comparison.a.evalId, regressed: o.regressed, improved: o.improved, delta: o.delta, ci95: o.ci95 };
-}
-
-/**
- * Checks the baseline of a new eval before it runs (a typo should not cost an eval), and returns
- * how to read it afterwards: the summary as it is when the eval ends.
- */
-export function baselineReader(ref: string, outDir: string): () => EvalSummary {
-  const found = resolveEval(ref, resolve(outDir));
-  const store = new EvalStore(found.outDir, found.evalId);
-  const summary = store.readSummary();
-  if (summary.status === 'running') {
-    throw new SiloError('SILO_USAGE', `the baseline eval ${found.evalId} is still running; compare against a finished eval`);
-  }
-  return () => store.readSummary();
 }
 
 /** The summary with its comparison against `baseline`. */

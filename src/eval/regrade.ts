@@ -59,11 +59,13 @@ export interface RegradeChange {
   trial?: number;
   from: Exclude<RunStatus, 'running'>;
   to: Exclude<RunStatus, 'running'>;
+  /** A run lost to infrastructure and run again: its eval does not count it. */
+  retried?: true;
 }
 
 /** What `regrade` did. */
 export interface RegradeReport {
-  /** Runs graded again. */
+  /** Runs graded again (with those an eval retried, which it does not count). */
   runs: number;
   /** Their new statuses. */
   passed: number;
@@ -110,20 +112,29 @@ export async function regrade(options: RegradeOptions): Promise<RegradeReport> {
   const regraded = outcomes.filter((o): o is Extract<RunRegrade, { kind: 'regraded' }> => o.kind === 'regraded');
   skipped += outcomes.filter((o) => o.kind === 'skipped').length;
   const refused = outcomes.filter((o): o is Extract<RunRegrade, { kind: 'refused' }> => o.kind === 'refused').map(({ kind: _kind, ...r }) => r);
-  const changed = regraded
-    .filter((o) => o.from !== o.result.status)
-    .map((o) => ({ runId: o.run.runId, taskId: o.run.taskId, ...(o.run.trial === undefined ? {} : { trial: o.run.trial }), from: o.from, to: o.result.status }));
-
   // The evals these runs count in: the one asked for, or the eval a single run belongs to.
   const evalIds = new Set<string>();
   if (target.evalId !== undefined) evalIds.add(target.evalId);
   for (const o of regraded) if (o.run.evalId !== undefined && existsSync(new EvalStore(outDir, o.run.evalId).summaryFile)) evalIds.add(o.run.evalId);
   const byRun = new Map(regraded.map((o) => [o.run.runId, o]));
   const evals: EvalSummary[] = [];
+  const retried = new Set<string>();
   for (const evalId of evalIds) {
-    const summary = await recomputeEval(new EvalStore(outDir, evalId), byRun, regradedAt, outDir);
-    if (summary) evals.push(summary);
+    const recomputed = await recomputeEval(new EvalStore(outDir, evalId), byRun, regradedAt, outDir);
+    if (!recomputed) continue;
+    evals.push(recomputed.summary);
+    for (const id of recomputed.retried) retried.add(id);
   }
+  const changed = regraded
+    .filter((o) => o.from !== o.result.status)
+    .map((o): RegradeChange => ({
+      runId: o.run.runId,
+      taskId: o.run.taskId,
+      ...(o.run.trial === undefined ? {} : { trial: o.run.trial }),
+      from: o.from,
+      to: o.result.status,
+      ...(retried.has(o.run.runId) ? { retried: true as const } : {}),
+    }));
   const count = (status: RunStatus): number => regraded.filter((o) => o.result.status === status).length;
   return {
     runs: regraded.length,
@@ -142,7 +153,12 @@ export async function regrade(options: RegradeOptions): Promise<RegradeReport> {
  * Rewrites an eval's run lines for the regraded runs it holds and recomputes its summary (and its
  * comparison with its baseline, when that eval is still there). Null when it holds none of them.
  */
-async function recomputeEval(store: EvalStore, regraded: ReadonlyMap<string, { result: Parameters<typeof toLine>[0] }>, regradedAt: string, outDir: string): Promise<EvalSummary | null> {
+async function recomputeEval(
+  store: EvalStore,
+  regraded: ReadonlyMap<string, { result: Parameters<typeof toLine>[0] }>,
+  regradedAt: string,
+  outDir: string,
+): Promise<{ summary: EvalSummary; retried: string[] } | null> {
   const old = store.readSummary();
   const lines = [...store.readLines()];
   if (!lines.some((line) => regraded.has(line.runId))) return null;
@@ -151,7 +167,8 @@ async function recomputeEval(store: EvalStore, regraded: ReadonlyMap<string, { r
     return r ? toLine({ ...r.result, durationMs: line.durationMs }, line.trial, line.retried === true) : line;
   });
   const tally = new Tally(old.tasks.map((t) => t.taskId));
-  for (const line of asCounted(updated)) tally.add(line);
+  const counted = asCounted(updated);
+  for (const line of counted) tally.add(line);
   let summary: EvalSummary = { ...old, ...tally.stats(old.trials), regradedAt };
   if (old.baseline) {
     const baseline = new EvalStore(outDir, old.baseline.evalId);
@@ -159,7 +176,7 @@ async function recomputeEval(store: EvalStore, regraded: ReadonlyMap<string, { r
   }
   await store.rewriteLines(updated);
   await store.writeSummary(summary);
-  return summary;
+  return { summary, retried: counted.filter((line) => line.retried && regraded.has(line.runId)).map((line) => line.runId) };
 }
 
 /** What a target names: run folders, and the eval they were taken from. */

@@ -284,8 +284,27 @@ describe('regrade of merged shards and of single runs', () => {
     expect(grades(join(dir, 'merged'), 'ci-1')).toEqual(grades(join(dir, 'fresh'), fresh.evalId));
   }, 90_000);
 
+  it('regrades a run the eval retried too, says so, and keeps it out of the counts', async () => {
+    const out = join(dir, 'retried');
+    mkdirSync(dir, { recursive: true });
+    const tasks = writeHelpdesk(dir, 'broken');
+    const summary = await runEval({ paths: [tasks], agent: SOLVER, trials: 2, outDir: out, isolation: 'thread', task: ['helpdesk/close-ticket'] });
+    // As if trial 0's run had been lost to a crashed worker (and its retry lost too).
+    const store = new EvalStore(out, summary.evalId);
+    const [first, second] = linesOf(out, summary.evalId);
+    await store.rewriteLines([{ ...first!, retried: true }, second!]);
+    writeHelpdesk(dir, 'fixed');
+    const report = await regrade({ target: summary.evalId, outDir: out });
+    expect(report.changed.map((c) => [c.runId, c.trial, c.retried ?? false])).toEqual([
+      [first!.runId, 0, true],
+      [second!.runId, second!.trial, false],
+    ]);
+    expect(report.evals[0]!.totals).toMatchObject({ runs: 1, passed: 1, retries: 1 });
+  }, 60_000);
+
   it('a single run regraded by its folder updates its line and its eval', async () => {
     const out = join(dir, 'single');
+    mkdirSync(dir, { recursive: true });
     const tasks = writeHelpdesk(dir, 'broken');
     const summary = await runEval({ paths: [tasks], agent: SOLVER, outDir: out, isolation: 'thread', task: ['helpdesk/close-ticket', 'helpdesk/count-open-for-user'] });
     expect(summary.totals).toMatchObject({ passed: 1, failed: 1 });

@@ -59,7 +59,8 @@ const lines = (out: string, evalId: string): EvalRunLine[] => [...new EvalStore(
 const result = (out: string, runId: string, name = 'result.json'): ResultRecord =>
   JSON.parse(readFileSync(join(out, 'runs', runId, name), 'utf8')) as ResultRecord;
 const actual = (r: ResultRecord, name: string): unknown => r.checks.find((c) => c.name === name)?.actual;
-const statuses = (out: string, evalId: string) => new Map(lines(out, evalId).map((l) => [`${l.taskId}#${l.trial}`, l.status]));
+/** The status of the run that counts, by (task, trial). */
+const statuses = (out: string, evalId: string) => new Map(lines(out, evalId).filter((l) => !l.retried).map((l) => [`${l.taskId}#${l.trial}`, l.status]));
 
 describe('regrade on retail', () => {
   const out = outOf('v1');
@@ -74,7 +75,8 @@ describe('regrade on retail', () => {
   it('rebuilds, for every run, the final and initial worlds its verifier saw at run time', () => {
     expect(v1.totals.runs).toBe(ALL ? 635 : 20);
     expect(unchanged.refused).toEqual([]);
-    expect(unchanged.runs).toBe(v1.totals.runs);
+    // Runs retried after an infrastructure failure (under heavy load) are regraded too.
+    expect(unchanged.runs).toBe(lines(out, v1.evalId).length);
     for (const line of lines(out, v1.evalId)) {
       const then = result(out, line.runId, 'result.1.json');
       const now = result(out, line.runId);
@@ -103,7 +105,7 @@ describe('regrade on retail', () => {
     const after = statuses(outOf('fresh'), fresh.evalId);
     expect(statuses(out, v1.evalId)).toEqual(after);
     const moved = [...before].filter(([pair, status]) => after.get(pair) !== status).map(([pair]) => pair).sort();
-    expect(report.changed.map((c) => `${c.taskId}#${c.trial}`).sort()).toEqual(moved);
+    expect(report.changed.filter((c) => !c.retried).map((c) => `${c.taskId}#${c.trial}`).sort()).toEqual(moved);
     // Both ways, so the test means something.
     expect(report.changed.some((c) => c.to === 'failed')).toBe(true);
     expect(report.changed.some((c) => c.to === 'passed')).toBe(true);
