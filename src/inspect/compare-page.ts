@@ -11,7 +11,7 @@ import type { Comparison, CompareSide, TaskComparison } from '../eval/compare.js
 import { points, pValue } from '../eval/compare-table.js';
 import { SILO_VERSION } from '../paths.js';
 import { escapeHtml } from './report-charts.js';
-import { CSS } from './report-page.js';
+import { CSS, VERDICT_CSS } from './report-page.js';
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
@@ -36,7 +36,7 @@ export function renderComparePage(c: Comparison, generatedAt = new Date().toISOS
 <meta http-equiv="Content-Security-Policy" content="${e(CSP)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Silo compare ${e(c.a.evalId)} → ${e(c.b.evalId)}</title>
-<style>${CSS}${COMPARE_CSS}</style>
+<style>${CSS}${VERDICT_CSS}${COMPARE_CSS}</style>
 </head>
 <body>
 <header>

@@ -47,13 +47,11 @@ export const CLIENT_JS = String.raw`
 
   // --- tasks -------------------------------------------------------------------------------
   var taskStats = data.summary.tasks;
-  var base = data.baseline || null;
-  // A task's change against the baseline: the difference in points, its verdict, the old rate.
+  var base = data.baseline;
   function change(c) {
-    if (!c) return h('td', { className: 'num muted', text: 'not in baseline' });
-    var text = c.delta === null ? '' : (c.delta > 0 ? '+' : c.delta < 0 ? '\u2212' : '\u00b1') + Math.abs(c.delta * 100).toFixed(0) + ' pts ';
-    var title = (c.was === null ? '' : 'baseline ' + pct(c.was)) + (c.pHolm === null ? '' : ', p (Holm) ' + c.pHolm.toPrecision(2));
-    return h('td', { className: 'num change ' + c.verdict, title: title || null }, text, h('span', { className: 'badge ' + c.verdict, text: c.verdict }));
+    if (!c) return h('td', { className: 'num', text: 'not in baseline' });
+    var d = c.delta === null ? '' : (c.delta < 0 ? '\u2212' : c.delta > 0 ? '+' : '\u00b1') + Math.round(Math.abs(c.delta) * 100) + ' pts ';
+    return h('td', { className: 'num change', title: c.pHolm === null ? null : 'baseline ' + pct(c.was) + ', p (Holm) ' + c.pHolm.toPrecision(2) }, d, badge(c.verdict));
   }
   var ks = taskStats.length > 0 ? Object.keys(taskStats[0].passAtK) : [];
   function renderTasks() {

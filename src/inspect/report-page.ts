@@ -51,7 +51,7 @@ export function renderReportPage(data: ReportData): string {
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Silo eval ${escapeHtml(s.evalId)}</title>
-<style>${CSS}</style>
+<style>${CSS}${data.baseline ? VERDICT_CSS : ''}</style>
 </head>
 <body>
 <header>
@@ -109,6 +109,12 @@ function baselineNote(data: ReportData): string {
 `;
 }
 
+/** The verdicts' badges (a report with a baseline, the comparison page). */
+export const VERDICT_CSS = `
+.badge.regressed { background: var(--failed); } .badge.improved { background: var(--passed); } .badge.same { background: #888; }
+td.change .badge { margin-left: 4px; }
+`;
+
 /** The report's style sheet (the comparison page uses it too). */
 export const CSS = `
 :root { --passed: ${STATUS_COLOURS.passed}; --failed: ${STATUS_COLOURS.failed}; --error: ${STATUS_COLOURS.error}; --line: #ddd; --muted: #666; }
@@ -151,8 +157,6 @@ dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px;
 .timeline tr.flash { background: #fff8c4; }
 .ok { color: var(--passed); font-weight: 600; } .bad { color: var(--failed); font-weight: 600; } .warn { color: var(--error); font-weight: 600; }
 ul.changes { list-style: none; padding: 0; margin: 2px 0; } ul.changes li { font-family: ui-monospace, monospace; font-size: 12px; }
-.badge.regressed { background: var(--failed); } .badge.improved { background: var(--passed); } .badge.same { background: #888; }
-td.change .badge { margin-left: 4px; }
 .op-add { color: var(--passed); } .op-del { color: var(--failed); } .op-edit { color: var(--error); }
 a.seq { cursor: pointer; color: #1a56c4; text-decoration: underline; }
 `;

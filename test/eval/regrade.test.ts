@@ -291,13 +291,13 @@ describe('regrade of merged shards and of single runs', () => {
     const summary = await runEval({ paths: [tasks], agent: SOLVER, trials: 2, outDir: out, isolation: 'thread', task: ['helpdesk/close-ticket'] });
     // As if trial 0's run had been lost to a crashed worker (and its retry lost too).
     const store = new EvalStore(out, summary.evalId);
-    const [first, second] = linesOf(out, summary.evalId);
+    const [first, second] = linesOf(out, summary.evalId).sort((a, b) => a.trial - b.trial);
     await store.rewriteLines([{ ...first!, retried: true }, second!]);
     writeHelpdesk(dir, 'fixed');
     const report = await regrade({ target: summary.evalId, outDir: out });
     expect(report.changed.map((c) => [c.runId, c.trial, c.retried ?? false])).toEqual([
       [first!.runId, 0, true],
-      [second!.runId, second!.trial, false],
+      [second!.runId, 1, false],
     ]);
     expect(report.evals[0]!.totals).toMatchObject({ runs: 1, passed: 1, retries: 1 });
   }, 60_000);
