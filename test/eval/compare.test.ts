@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compareEvals, compareSummaries, runEval, type Comparison } from '../../src/index.js';
+import { compareEvals, compareSummaries, regrade, runEval, type Comparison } from '../../src/index.js';
 import { bootstrapMeanCi95, fisherExact, holm } from '../../src/eval/significance.js';
 import { EvalStore } from '../../src/eval/store.js';
 import type { EvalSummary } from '../../src/types.js';
@@ -152,6 +152,9 @@ describe('comparing real evals', () => {
     const summary = new EvalStore(out, evalId).readSummary();
     expect(summary.baseline).toMatchObject({ evalId: solver.evalId, improved: [] });
     expect(summary.baseline!.regressed).toHaveLength(5);
+    // A regrade recomputes the comparison with the summary.
+    const regraded = await regrade({ target: evalId, outDir: out });
+    expect(regraded.evals[0]!.baseline).toEqual(summary.baseline);
 
     // Without --fail-on-regression, --min-pass-rate decides as before.
     const lenient = await runSilo(['eval', 'fixtures/helpdesk', '--agent', 'fixtures/agents/hallucinator.ts', '--isolation', 'thread', '--out', out, '--baseline', solver.evalId, '--min-pass-rate', '0']);

@@ -70,7 +70,7 @@ describe('regrade on retail', () => {
   beforeAll(async () => {
     v1 = await runEval({ paths: [writeRetail('v1')], agent: ORACLE, task: SAMPLE, outDir: out, isolation: 'thread', concurrency: 16, reuseWorkers: true });
     unchanged = await regrade({ target: v1.evalId, outDir: out });
-  }, ALL ? 600_000 : 180_000);
+  }, ALL ? 1_800_000 : 180_000);
 
   it('rebuilds, for every run, the final and initial worlds its verifier saw at run time', () => {
     expect(v1.totals.runs).toBe(ALL ? 635 : 20);
@@ -111,6 +111,6 @@ describe('regrade on retail', () => {
     expect(report.changed.some((c) => c.to === 'passed')).toBe(true);
     const regraded = new EvalStore(out, v1.evalId).readSummary();
     expect(regraded.totals).toMatchObject({ passed: fresh.totals.passed, failed: fresh.totals.failed, errors: 0 });
-  }, ALL ? 600_000 : 180_000);
+  }, ALL ? 1_800_000 : 180_000);
 });
 
