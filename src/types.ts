@@ -278,6 +278,8 @@ export interface RunRecord {
   tracking?: { mode: 'writes' | 'snapshot'; reason?: string; lost?: string };
   /** Model usage, when the agent reports it. */
   usage?: { inputTokens: number; outputTokens: number; requests: number };
+  /** ISO time of the last `silo regrade` of this run (its earlier results are kept as `result.<n>.json`). */
+  regradedAt?: string;
   /**
    * The process that runs it: a run still `running` whose owner is gone (killed, out of memory)
    * is reported as crashed by `silo ls` and `silo show` (see src/owner.ts).
@@ -418,6 +420,23 @@ export interface EvalSummary {
     passRate: number | null;
     passRateCi95: [number, number] | null;
   };
+  /** The comparison with the eval given as `--baseline` (see `silo compare`). */
+  baseline?: BaselineRecord;
+  /** ISO time of the last `silo regrade` of this eval's runs. */
+  regradedAt?: string;
+}
+
+/** summary.json `baseline`: how this eval compares with an earlier one, task by task (see compareEvals). */
+export interface BaselineRecord {
+  evalId: string;
+  /** Tasks whose pass rate fell, significantly after Holm's correction across tasks. */
+  regressed: string[];
+  /** Tasks whose pass rate rose, likewise. */
+  improved: string[];
+  /** Mean per-task pass rate of this eval minus the baseline's, over the tasks both graded. */
+  delta: number | null;
+  /** Its 95% bootstrap interval over tasks. */
+  ci95: [number, number] | null;
 }
 
 /** One line of `.silo/evals/<evalId>/runs.jsonl`: a run that ended, as the eval saw it. */

@@ -16,6 +16,7 @@ import { onInterrupt } from './signals.js';
 import { queueRunner } from '../queue/coordinator.js';
 import { createStyle } from '../inspect/style.js';
 import { writeReport } from '../inspect/report.js';
+import { baselineLines } from '../eval/compare-table.js';
 
 interface EvalFlags {
   agent?: string;
@@ -34,6 +35,8 @@ interface EvalFlags {
   shard?: Shard;
   queue?: string;
   minPassRate?: number;
+  baseline?: string;
+  failOnRegression?: boolean;
   retries: number;
   reuseWorkers?: boolean;
   report?: boolean;
@@ -62,6 +65,8 @@ export function registerEval(program: Command): void {
     .option('--queue <url>', 'run the rollouts on `silo worker` processes through this Redis, e.g. redis://10.0.0.5:6379 (this process coordinates)')
     .option('--shard <i/n>', 'run only shard i of n: the (task, trial) pairs numbered i-1 modulo n, in trial-major order; combine with `silo merge`', parseShard)
     .option('--min-pass-rate <r>', 'exit 0 when the pass rate reaches r (0..1), even if some runs failed', rate)
+    .option('--baseline <evalId>', 'afterwards, compare with this earlier eval task by task (see `silo compare`); stored in summary.json')
+    .option('--fail-on-regression', 'exit 1 when a task regressed against --baseline, whatever the pass rate')
     .option('--retries <n>', 'retries of a run lost to infrastructure (crashed worker, internal error)', integer(0), DEFAULT_RETRIES)
     .option('--reuse-workers', 'reuse warm workers across rollouts (faster; trusted agents only: globals leak)')
     .option('--isolation <mode>', ISOLATION_HELP, isolation, 'process')
@@ -80,6 +85,8 @@ export function registerEval(program: Command): void {
         '  ANTHROPIC_BASE_URL=http://127.0.0.1:4000 silo eval fixtures/helpdesk --agent anthropic:claude-sonnet-4-5 --trials 4\n' +
         'On many machines: start `silo worker --queue redis://HOST:6379` on each, then\n' +
         '  silo eval fixtures/helpdesk --agent my-agent.ts --queue redis://HOST:6379\n' +
+        'In CI, against the last good eval:\n' +
+        '  silo eval fixtures/helpdesk --agent my-agent.ts --trials 8 --baseline 01JGOOD --fail-on-regression\n' +
         'A CI matrix of three machines, then one summary:\n' +
         '  silo eval fixtures/helpdesk --agent my-agent.ts --shard 2/3 --eval-id "ci-$RUN_ID" --out shard-2\n' +
         '  silo merge shard-1 shard-2 shard-3',
@@ -118,6 +125,9 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
     if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files or folders, e.g. `silo eval fixtures/helpdesk --agent my-agent.ts`');
     if (!flags.agent) throw new SiloError('SILO_USAGE', "required option '--agent <file>' not specified");
   }
+  if (flags.failOnRegression && flags.baseline === undefined) {
+    throw new SiloError('SILO_USAGE', '--fail-on-regression needs --baseline <evalId>: the eval to compare with');
+  }
   const limits = limitsFromFlags(flags);
   // A resumed eval runs its stored agent, which decides the built-in variables it gets.
   const agent = flags.resume === undefined ? flags.agent! : new EvalStore(flags.out, flags.resume).readSummary().options.agent;
@@ -150,16 +160,23 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
       ...(flags.evalId === undefined ? {} : { evalId: flags.evalId }),
       ...(flags.shard ? { shard: flags.shard } : {}),
       ...(flags.queue === undefined ? {} : { runner: queueRunner({ url: flags.queue }) }),
+      ...(flags.baseline === undefined ? {} : { baseline: flags.baseline }),
     });
   } finally {
     stopListening();
     printer.done();
   }
   printReport(summary, flags);
+  if (summary.baseline) {
+    // Under the table; off stdout when stdout carries JSON or XML.
+    const stream = flags.reporter !== 'default' && !flags.output ? process.stderr : process.stdout;
+    stream.write(`${baselineLines(summary.evalId, summary.baseline, createStyle(stream)).join('\n')}\n`);
+  }
   if (flags.report) {
     const written = await writeReport({ evalId: summary.evalId, outDir: flags.out });
     process.stderr.write(`HTML report written to ${written.file}\n`);
   }
+  if (flags.failOnRegression && summary.status !== 'cancelled' && (summary.baseline?.regressed.length ?? 0) > 0) return 1;
   return exitCode(summary, flags.minPassRate);
 }
 

@@ -102,7 +102,7 @@ export async function mergeEvals(options: MergeOptions): Promise<EvalSummary> {
  * retries) is an error trial, unless a resume ran its pair again later: then it was a retry
  * (the rule `--resume` applies, see runEval).
  */
-function asCounted(lines: readonly EvalRunLine[]): EvalRunLine[] {
+export function asCounted(lines: readonly EvalRunLine[]): EvalRunLine[] {
   const last = new Map<string, number>();
   lines.forEach((line, i) => last.set(`${line.trial}\u0000${line.taskId}`, i));
   return lines.map((line, i) => {

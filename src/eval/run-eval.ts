@@ -17,6 +17,8 @@ import { thisProcess } from '../owner.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
 import { parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
+import { withBaseline } from './compare.js';
+import { baselineReader } from './compare-evals.js';
 import { discoverTaskFiles } from './discover.js';
 import { localRunner, type RunnerFactory } from './runner.js';
 import { inShard, type Shard } from './shard.js';
@@ -66,6 +68,11 @@ export interface EvalOptions {
   signal?: AbortSignal;
   /** Called after every run and every few seconds. */
   onProgress?: (progress: EvalProgress) => void;
+  /**
+   * An earlier eval (evalId, unique prefix or eval folder) to compare with when this one completes:
+   * summary.json gets `baseline` (see compareEvals). Not stored: give it again with `resume`.
+   */
+  baseline?: string;
 }
 
 /** Where an eval stands. */
@@ -98,6 +105,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   resolveLimits(record.limits);
   const env = options.env ?? {};
   checkEnvNames(record.env ?? [], env, previous !== undefined);
+  const baseline = options.baseline === undefined ? undefined : baselineReader(options.baseline, outDir);
 
   const tasks = selectTasks(await loadTasks(record.taskFiles), { task: record.task, tag: record.tag });
   const store = new EvalStore(outDir, evalId);
@@ -264,7 +272,8 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   // The last progress report comes first: if it throws, the summary must say `error`.
   progress();
   const cancelled = signal?.aborted === true && tally.counts().done < total;
-  const final = summary(failure ? 'error' : cancelled ? 'cancelled' : 'completed');
+  const ended = summary(failure ? 'error' : cancelled ? 'cancelled' : 'completed');
+  const final = baseline && ended.status === 'completed' ? withBaseline(ended, baseline()) : ended;
   await writing;
   await store.writeSummary(final);
   if (failure) throw failure.error;
@@ -280,7 +289,8 @@ export function isInfrastructureFailure(result: Pick<RunResult, 'termination' | 
   return (result.termination === 'crashed' && result.error?.code !== 'agent_exit') || result.error?.code === 'internal_error';
 }
 
-function toLine(result: RunResult, trial: number, retried: boolean): EvalRunLine {
+/** A run's line in runs.jsonl (also what `regrade` rewrites a regraded run's line with). */
+export function toLine(result: RunResult, trial: number, retried: boolean): EvalRunLine {
   const failedChecks = result.checks.filter((c) => !c.pass).slice(0, 20);
   return {
     runId: result.runId,

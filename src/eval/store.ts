@@ -2,7 +2,7 @@
  * An eval's folder: `summary.json` (rewritten atomically as the eval goes) and `runs.jsonl` (one
  * line per run that ended, appended), which is what `--resume` and the reporters read back.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { newId } from '../ids.js';
@@ -62,6 +62,14 @@ export class EvalStore {
     const lines = this.#lines;
     this.#lines = undefined;
     await lines?.close();
+  }
+
+  /** Replaces runs.jsonl with `lines` at once (write, then rename), as `regrade` does. */
+  rewriteLines(lines: readonly EvalRunLine[]): Promise<void> {
+    const tmp = `${this.runsFile}.${process.pid}.tmp`;
+    writeFileSync(tmp, lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+    renameSync(tmp, this.runsFile);
+    return Promise.resolve();
   }
 
   /** The summary of an existing eval, for `--resume`. */

@@ -47,11 +47,18 @@ export const CLIENT_JS = String.raw`
 
   // --- tasks -------------------------------------------------------------------------------
   var taskStats = data.summary.tasks;
+  var base = data.baseline;
+  function change(c) {
+    if (!c) return h('td', { className: 'num', text: 'not in baseline' });
+    var d = c.delta === null ? '' : (c.delta < 0 ? '\u2212' : c.delta > 0 ? '+' : '\u00b1') + Math.round(Math.abs(c.delta) * 100) + ' pts ';
+    return h('td', { className: 'num change', title: c.pHolm === null ? null : 'baseline ' + pct(c.was) + ', p (Holm) ' + c.pHolm.toPrecision(2) }, d, badge(c.verdict));
+  }
   var ks = taskStats.length > 0 ? Object.keys(taskStats[0].passAtK) : [];
   function renderTasks() {
     var table = document.getElementById('task-table');
     var head = clear(table.tHead);
     var cols = ['task', 'runs', 'pass rate'];
+    if (base) cols.push('vs baseline');
     ks.forEach(function (k) { cols.push('pass@' + k); });
     ks.forEach(function (k) { cols.push('pass^' + k); });
     cols.push('score', 'p50', 'p95', 'flaky');
@@ -60,6 +67,7 @@ export const CLIENT_JS = String.raw`
     var from = state.taskPage * TASKS_PAGE;
     taskStats.slice(from, from + TASKS_PAGE).forEach(function (t) {
       var cells = [h('td', { text: t.taskId }), h('td', { className: 'num', text: (t.passed + t.failed) + (t.errors ? ' (+' + t.errors + ' err)' : '') }), h('td', { className: 'num', text: pct(t.passRate) })];
+      if (base) cells.push(change(base.tasks[taskStats.indexOf(t)]));
       ks.forEach(function (k) { cells.push(h('td', { className: 'num', text: pct(t.passAtK[k]) })); });
       ks.forEach(function (k) { cells.push(h('td', { className: 'num', text: pct(t.passHatK[k]) })); });
       cells.push(h('td', { className: 'num', text: num(t.meanScore) }), h('td', { className: 'num', text: fmtMs(t.p50Ms) }), h('td', { className: 'num', text: fmtMs(t.p95Ms) }), h('td', { className: 'num', text: t.flaky ? 'flaky' : '' }));

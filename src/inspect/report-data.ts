@@ -5,7 +5,8 @@
  * run; the details stop at `maxDetailRuns` runs or `maxDetailBytes` bytes, whichever comes first.
  */
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { reportBaseline, type ReportBaseline } from '../eval/compare.js';
 import { EvalStore } from '../eval/store.js';
 import { SILO_VERSION } from '../paths.js';
 import type { EvalSummary, ResultRecord, RunStatus, Termination } from '../types.js';
@@ -61,6 +62,8 @@ export interface ReportData {
   /** Every run the eval recorded, in the order they ended. */
   runs: ReportRow[];
   details: RunDetail[];
+  /** The comparison with the eval's baseline (`silo eval --baseline`), when it has one. */
+  baseline?: ReportBaseline;
   /** How the size was bounded. */
   bounds: {
     limits: ReportLimits;
@@ -138,6 +141,7 @@ export async function collectReportData(store: EvalStore, summary: EvalSummary, 
     codes,
     runs,
     details,
+    ...(summary.baseline ? { baseline: reportBaseline(summary, dirname(runsDir))! } : {}),
     bounds: { limits: { ...limits }, omittedDetails: runs.length - details.length, detailBytes },
   };
 }

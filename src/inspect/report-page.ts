@@ -51,7 +51,7 @@ export function renderReportPage(data: ReportData): string {
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Silo eval ${escapeHtml(s.evalId)}</title>
-<style>${CSS}</style>
+<style>${CSS}${data.baseline ? VERDICT_CSS : ''}</style>
 </head>
 <body>
 <header>
@@ -61,7 +61,7 @@ export function renderReportPage(data: ReportData): string {
 <main>
 <section id="summary">
 <div class="cards">${cards.map(([label, value, status]) => `<div class="card${status ? ` status-${status}` : ''}"><div class="value">${escapeHtml(value)}</div><div class="label">${escapeHtml(label)}</div></div>`).join('')}</div>
-<p id="pass-rate">Pass rate <strong>${escapeHtml(rate)}</strong> (${escapeHtml(ci)}) over ${t.passed + t.failed} graded runs.${t.errors > 0 ? ` ${t.errors} runs could not be graded and are not counted.` : ''}${t.retries > 0 ? ` ${t.retries} infrastructure retries are not counted either.` : ''}</p>
+${baselineNote(data)}<p id="pass-rate">Pass rate <strong>${escapeHtml(rate)}</strong> (${escapeHtml(ci)}) over ${t.passed + t.failed} graded runs.${t.errors > 0 ? ` ${t.errors} runs could not be graded and are not counted.` : ''}${t.retries > 0 ? ` ${t.retries} infrastructure retries are not counted either.` : ''}</p>
 </section>
 <section id="charts">
 <figure><figcaption>Pass rate per task (bar), with its 95% interval (line)</figcaption>${passRateChart(s.tasks)}</figure>
@@ -98,7 +98,25 @@ export function renderReportPage(data: ReportData): string {
 `;
 }
 
-const CSS = `
+/** A line on the comparison with the eval's baseline, when it has one. */
+function baselineNote(data: ReportData): string {
+  const b = data.baseline;
+  if (!b) return '';
+  const pts = (x: number): string => `${x > 0 ? '+' : x < 0 ? '−' : '±'}${Math.abs(100 * x).toFixed(1)} pts`;
+  const delta = b.delta === null ? '' : `: mean pass rate per task ${pts(b.delta)}${b.ci95 ? ` (95% CI ${pts(b.ci95[0])} to ${pts(b.ci95[1])})` : ''}`;
+  const gone = b.found ? '' : ' (that eval is no longer here: only its verdicts are shown)';
+  return `<p id="baseline">Against baseline <code>${escapeHtml(b.evalId)}</code>${escapeHtml(delta)} · <span class="bad">${b.regressed.length} regressed</span> · <span class="ok">${b.improved.length} improved</span>${escapeHtml(gone)}</p>
+`;
+}
+
+/** The verdicts' badges (a report with a baseline, the comparison page). */
+export const VERDICT_CSS = `
+.badge.regressed { background: var(--failed); } .badge.improved { background: var(--passed); } .badge.same { background: #888; }
+td.change .badge { margin-left: 4px; }
+`;
+
+/** The report's style sheet (the comparison page uses it too). */
+export const CSS = `
 :root { --passed: ${STATUS_COLOURS.passed}; --failed: ${STATUS_COLOURS.failed}; --error: ${STATUS_COLOURS.error}; --line: #ddd; --muted: #666; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto; padding: 16px 24px; max-width: 1600px; color: #1a1a1a; background: #fff; }

@@ -22,6 +22,7 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
   out.push(`${s.dim('run')}         ${run.runId}  ${s.dim(loaded.dir)}`);
   out.push(`${s.dim('agent')}       ${run.agent}`);
   out.push(`${s.dim('termination')} ${run.termination ?? 'running'}`);
+  if (run.regradedAt) out.push(`${s.dim('regraded')}    ${run.regradedAt} (the earlier results are kept as result.<n>.json)`);
   if (run.durationMs !== null) {
     const think = run.agentTimeMs ?? 0;
     const tool = run.toolTimeMs;

@@ -130,7 +130,8 @@ export async function buildWorld<State>(
   };
 }
 
-async function callCreateState<State>(environment: Environment<State>, ctx: WorldContext, timeoutMs: number): Promise<State> {
+/** createState with a time limit; whatever goes wrong is an EnvironmentError that says what. */
+export async function callCreateState<State>(environment: Environment<State>, ctx: WorldContext, timeoutMs: number): Promise<State> {
   let state: State | typeof TIMED_OUT;
   try {
     state = await within(Promise.resolve().then(() => environment.createState(ctx)), timeoutMs);
