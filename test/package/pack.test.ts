@@ -33,8 +33,11 @@ function sh(command: string, args: string[], cwd: string, env: Record<string, st
   });
 }
 
-/** `npx silo ...` in a project; `--no` so that npx never fetches another package of that name. */
-const silo = (cwd: string, ...args: string[]): Promise<Ran> => sh('npx', ['--no', 'silo', ...args], cwd);
+/**
+ * `npx silo ...` in a project; `--no` so that npx never fetches another package of that name, and
+ * `--` so that npx passes options such as `--help` on to silo instead of answering them itself.
+ */
+const silo = (cwd: string, ...args: string[]): Promise<Ran> => sh('npx', ['--no', '--', 'silo', ...args], cwd);
 
 /** Every installed package under `modules` (scoped ones and nested node_modules included). */
 function packagesIn(modules: string): string[] {
@@ -256,7 +259,7 @@ describe('in the ESM project, with the packages a TypeScript user adds', () => {
     ]);
     try {
       const env = { OPENAI_BASE_URL: `${server.origin}/v1`, OPENAI_API_KEY: 'test-key' };
-      const ran = await sh('npx', ['--no', 'silo', 'run', 'evals/tasks.ts', '--agent', 'evals/agents/llm.ts', '--task', 'shop/count-pending', '--env', 'OPENAI_BASE_URL', '--env', 'OPENAI_API_KEY', '--json'], dir, env);
+      const ran = await sh('npx', ['--no', '--', 'silo', 'run', 'evals/tasks.ts', '--agent', 'evals/agents/llm.ts', '--task', 'shop/count-pending', '--env', 'OPENAI_BASE_URL', '--env', 'OPENAI_API_KEY', '--json'], dir, env);
       expect(ran.code, ran.stdout + ran.stderr).toBe(0);
       expect((JSON.parse(ran.stdout) as { status: string }[])[0]!.status).toBe('passed');
       expect(server.requests).toHaveLength(2);
