@@ -257,6 +257,12 @@ export interface RunRecord {
   tracking?: { mode: 'writes' | 'snapshot'; reason?: string; lost?: string };
   /** Model usage, when the agent reports it. */
   usage?: { inputTokens: number; outputTokens: number; requests: number };
+  /**
+   * How the agent's worker was isolated, once it ran: in a sandbox process jailed by bubblewrap
+   * (`bwrap`), in a sandbox process with Linux namespaces only (`unshare`), in a plain sandbox
+   * process (`process`), or in a thread of the host (`thread`). SECURITY.md says what each holds.
+   */
+  isolation?: 'bwrap' | 'unshare' | 'process' | 'thread';
 }
 
 /** Codes of the diagnosis of a run (see src/inspect/diagnose.ts). */

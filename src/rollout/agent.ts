@@ -75,6 +75,8 @@ export interface AgentPhase {
   agentMs: number;
   /** Model usage the agent reported, if it reported any. */
   usage?: Usage | undefined;
+  /** How the agent's worker was isolated (the runner says), when it ran. */
+  isolation?: WorkerExit['isolation'];
 }
 
 /** Steps 4–6: runs the agent once in a worker of its own, under its limits, and takes its output. */
@@ -197,6 +199,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     toolTimeMs: calls.toolTimeMs,
     agentMs: round(endedAt - (startedAt ?? endedAt)),
     usage: usage.total,
+    ...(exitInfo.isolation ? { isolation: exitInfo.isolation } : {}),
   };
   const fired = guard.fired?.termination;
 
