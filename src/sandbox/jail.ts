@@ -365,6 +365,18 @@ export interface Launch {
   args: string[];
   /** Whether the sandbox needs a working folder made by the host (the jail has one of its own). */
   hostCwd: boolean;
+  /** Text to write to descriptors 4, 5 ... of the command (and close), which it reads as it starts. */
+  inputs: string[];
+}
+
+/**
+ * The jail's /etc/passwd and /etc/group: one user, the sandbox's own (so that os.userInfo() and
+ * os.homedir() work as they do outside), and nothing of this machine's users.
+ */
+function accounts(): string[] {
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  return [`sandbox:x:${uid}:${gid}:Silo sandbox:${JAIL_CWD}:/sbin/nologin\n`, `sandbox:x:${gid}:\n`];
 }
 
 /**
@@ -376,7 +388,7 @@ export function launch(level: SandboxLevel, options: { noNetwork: boolean; reada
   if (level === 'bwrap') {
     const b = bwrap();
     if (typeof b === 'string') throw new Error(b);
-    const mounts = systemMounts();
+    const mounts = systemMounts().add('/etc/passwd', ['--ro-bind-data', '4', '/etc/passwd']).add('/etc/group', ['--ro-bind-data', '5', '/etc/group']);
     for (const path of [...runtimePaths(), ...paths(options.readable)]) mounts.bind(path);
     prefix.push(b.program, ...namespaceFlags(b, options.noNetwork), ...mounts.args(), '--remount-ro', '/tmp', '--remount-ro', '/', '--chdir', JAIL_CWD, '--');
   } else if (level === 'unshare') {
@@ -390,5 +402,5 @@ export function launch(level: SandboxLevel, options: { noNetwork: boolean; reada
   }
   prefix.push(process.execPath);
   const [command, ...args] = prefix;
-  return { command: command!, args, hostCwd: level !== 'bwrap' };
+  return { command: command!, args, hostCwd: level !== 'bwrap', inputs: level === 'bwrap' ? accounts() : [] };
 }

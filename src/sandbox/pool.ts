@@ -17,6 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import type { Writable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -281,16 +282,21 @@ export class SandboxPool implements AgentRunner {
 
   /** Starts a sandbox at `level` for the mount set `key` (workers reading `readable`). */
   #start(level: SandboxLevel, key: string, readable: readonly string[]): Sandbox {
-    const { command, args, hostCwd } = launch(level, { noNetwork: this.#options.noNetwork === true, readable });
+    const { command, args, hostCwd, inputs } = launch(level, { noNetwork: this.#options.noNetwork === true, readable });
     const cwd = hostCwd ? mkdtempSync(join(tmpdir(), 'silo-sandbox-')) : '/';
     const child = spawn(command, [...args, CHILD_ENTRY, JSON.stringify({ maxThreads: this.#options.maxThreads, reuse: this.#options.reuse })], {
       // Nothing of the host: no variables, an empty folder, a process group of its own.
       env: {},
       cwd,
       // Its stderr is kept, not shown: what V8 prints as it aborts names why the sandbox died.
-      // Descriptor 3 is the sealed link (link.ts).
-      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+      // Descriptor 3 is the sealed link (link.ts); what follows, the jail's inputs.
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', ...inputs.map(() => 'pipe' as const)],
       detached: true,
+    });
+    inputs.forEach((text, i) => {
+      const input = child.stdio[4 + i] as Writable;
+      input.on('error', () => {});
+      input.end(text);
     });
     const socket = child.stdio[3] as Socket;
     const key32 = newKey();

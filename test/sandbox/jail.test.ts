@@ -1,0 +1,207 @@
+/**
+ * The sandbox's filesystem jail (bubblewrap) and its session: what an agent could reach beyond
+ * Node's permission model (socket files, links under node_modules, whether a path exists, its
+ * process group) does not exist for it. Each attack also runs at the `unshare` level, which lacks
+ * the jail, to show what the jail takes away (and that the fixture can fail).
+ */
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { dirname, join } from 'node:path';
+import type { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runRollout } from '../../src/index.js';
+import type { Limits, RunResult } from '../../src/index.js';
+import { AgentPool } from '../../src/pool/pool.js';
+import { launch, unavailable, type SandboxLevel } from '../../src/sandbox/jail.js';
+import { SandboxPool } from '../../src/sandbox/pool.js';
+import { readRunFiles, tempDir, testWorld } from '../helpers.js';
+
+const jailed = unavailable('bwrap') === null;
+const namespaces = unavailable('unshare') === null;
+const inCi = Boolean(process.env.CI);
+if (!jailed && !inCi) console.warn(`jail.test.ts: the jail's tests are skipped: ${unavailable('bwrap')} (apt-get install -y bubblewrap)`);
+
+const fixture = (name: string): string => fileURLToPath(new URL(`../../fixtures/agents/${name}`, import.meta.url));
+const LIMITS: Partial<Limits> = { timeoutMs: 15_000, graceMs: 300, memoryMb: 64 };
+
+const tmp = tempDir('silo-jail-test-');
+const out = join(tmp.dir, 'out');
+const pools = {
+  bwrap: new SandboxPool({ sandbox: 'bwrap' }),
+  bwrapOffline: new SandboxPool({ sandbox: 'bwrap', noNetwork: true }),
+  unshare: new SandboxPool({ sandbox: 'unshare' }),
+  unshareOffline: new SandboxPool({ sandbox: 'unshare', noNetwork: true }),
+};
+afterAll(async () => {
+  await Promise.all(Object.values(pools).map((p) => p.destroy()));
+  tmp.remove();
+});
+
+/** One rollout of `agent` with `instruction`, its task file at `taskFile` (the worker's guard). */
+async function roll(pool: SandboxPool, agent: string, instruction: string, taskFile?: string): Promise<RunResult> {
+  const result = await runRollout({ task: testWorld({ instruction }).task, ...(taskFile ? { taskFile } : {}), agent, outDir: out, pool, limits: LIMITS });
+  expect(result.termination, JSON.stringify(result.error)).toBe('returned');
+  return result;
+}
+
+/** A unix socket server that greets whoever connects; closed after the test. */
+async function socketServer(path: string, greeting: string): Promise<Server> {
+  const server = createServer((socket) => socket.end(`${greeting}\n`));
+  await new Promise<void>((resolve) => server.listen(path, () => resolve()));
+  return server;
+}
+
+describe.skipIf(!jailed && !inCi)('the sandbox jail (bubblewrap)', () => {
+  it('is available in CI (.ci/run installs bubblewrap)', () => {
+    expect(unavailable('bwrap')).toBeNull();
+  });
+
+  it('says in run.json how the agent was isolated, at each level it is forced to', async () => {
+    const levels: [SandboxPool, string][] = [
+      [pools.bwrap, 'bwrap'],
+      [pools.unshare, 'unshare'],
+    ];
+    for (const [pool, level] of levels) {
+      const r = await roll(pool, fixture('where-am-i.mjs'), 'x');
+      expect(readRunFiles(r.runDir).run.isolation).toBe(level);
+      expect(pool.level).toBe(level);
+    }
+    const plain = new SandboxPool({ sandbox: 'process', warn: () => {} });
+    try {
+      const r = await roll(plain, fixture('where-am-i.mjs'), 'x');
+      expect(readRunFiles(r.runDir).run.isolation).toBe('process');
+    } finally {
+      await plain.destroy();
+    }
+    const threads = new AgentPool();
+    try {
+      const threaded = await runRollout({ task: testWorld().task, agent: fixture('where-am-i.mjs'), outDir: out, pool: threads, limits: LIMITS });
+      expect(readRunFiles(threaded.runDir).run.isolation).toBe('thread');
+    } finally {
+      await threads.destroy();
+    }
+  });
+
+  it('hides socket files from agents, with and without --no-network (a docker.sock in a folder they cannot read)', async () => {
+    const hidden = join(tmp.dir, 'private');
+    mkdirSync(hidden, { mode: 0o700 });
+    const path = join(hidden, 'service.sock');
+    const server = await socketServer(path, 'hello from the host');
+    try {
+      const agent = fixture('hostile/connects-socket.mjs');
+      for (const pool of [pools.bwrap, pools.bwrapOffline]) {
+        const seen = JSON.parse((await roll(pool, agent, JSON.stringify([path]))).output!) as Record<string, string>;
+        expect(seen[path]).toBe('ENOENT');
+      }
+      // Without the jail the socket file is there to connect to, network namespace or not.
+      if (namespaces) {
+        for (const pool of [pools.unshare, pools.unshareOffline]) {
+          const seen = JSON.parse((await roll(pool, agent, JSON.stringify([path]))).output!) as Record<string, string>;
+          expect(seen[path]).toBe('connected: hello from the host');
+        }
+      }
+    } finally {
+      server.close();
+    }
+  });
+
+  it('hides abstract unix sockets with --no-network (they belong to the network namespace)', async () => {
+    const name = `\0silo-jail-test-${process.pid}`;
+    const server = await socketServer(name, 'abstract hello');
+    try {
+      const agent = fixture('hostile/connects-socket.mjs');
+      const offline = JSON.parse((await roll(pools.bwrapOffline, agent, JSON.stringify([name]))).output!) as Record<string, string>;
+      expect(offline[name]).toBe('ECONNREFUSED');
+      // With the network (the default) the sandbox shares this machine's: SECURITY.md says so.
+      const online = JSON.parse((await roll(pools.bwrap, agent, JSON.stringify([name]))).output!) as Record<string, string>;
+      expect(online[name]).toBe('connected: abstract hello');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('lets no link under an agent\'s node_modules lead to the answers', async () => {
+    // root/world holds the task and its answers; root/agents/solver/node_modules/leak -> ../../../world.
+    const root = join(tmp.dir, 'linked');
+    const world = join(root, 'world');
+    const home = join(root, 'agents', 'solver');
+    mkdirSync(world, { recursive: true });
+    mkdirSync(join(home, 'node_modules'), { recursive: true });
+    writeFileSync(join(world, 'answers.json'), '{"answer":"linked-secret-2718"}');
+    writeFileSync(join(world, 'tasks.mjs'), 'export default [];\n');
+    symlinkSync('../../../world', join(home, 'node_modules', 'leak'));
+    copyFileSync(fixture('hostile/reads-linked-package.mjs'), join(home, 'agent.mjs'));
+    const taskFile = join(world, 'tasks.mjs');
+    const r = await roll(pools.bwrap, join(home, 'agent.mjs'), 'x', taskFile);
+    expect(r.output).not.toContain('linked-secret-2718');
+    expect(r.output).toBe('ENOENT');
+    if (namespaces) expect((await roll(pools.unshare, join(home, 'agent.mjs'), 'x', taskFile)).output).toContain('linked-secret-2718');
+  });
+
+  it('answers the same for a path outside that exists and one that does not (no realpathSync / require.resolve oracle)', async () => {
+    const taskFile = fileURLToPath(new URL('../../fixtures/helpdesk/tasks.ts', import.meta.url));
+    const pairs = [
+      [taskFile, join(dirname(taskFile), 'no-such-tasks.ts')],
+      ['/etc/shadow', '/etc/no-such-file'],
+      [join(tmp.dir, 'out'), join(tmp.dir, 'no-such-folder')],
+    ] as const;
+    const agent = fixture('hostile/probes-paths.mjs');
+    const probe = async (pool: SandboxPool): Promise<Record<string, unknown>> => JSON.parse((await roll(pool, agent, JSON.stringify(pairs.flat()), taskFile)).output!) as Record<string, unknown>;
+    const seen = await probe(pools.bwrap);
+    for (const [there, missing] of pairs) expect(seen[there], there).toEqual(seen[missing]);
+    if (namespaces) {
+      const open = await probe(pools.unshare);
+      expect(open[taskFile]).not.toEqual(open[pairs[0][1]]);
+    }
+  });
+
+  it('shows the sandbox nothing of /etc but what DNS and TLS need, and no other user\'s files', async () => {
+    const agent = fixture('hostile/probes-paths.mjs');
+    const wanted = ['/etc/shadow', '/etc/sudoers', '/root', '/home', '/var/run/docker.sock', tmp.dir, out];
+    const seen = JSON.parse((await roll(pools.bwrap, agent, JSON.stringify(wanted))).output!) as Record<string, { realpath: string }>;
+    for (const path of wanted) expect(seen[path]?.realpath, path).toBe('ENOENT');
+  });
+});
+
+/**
+ * Runs `fixtures/agents/hostile/<script>` as the sandbox process itself, with the sandbox's own
+ * command line at `level`; resolves with how that command ended and what the script printed.
+ */
+function runAsSandbox(level: SandboxLevel, script: string): Promise<{ code: number | null; signal: string | null; stdout: string }> {
+  const { command, args, inputs } = launch(level, { noNetwork: false, readable: [`${dirname(fixture(`hostile/${script}`))}/*`] });
+  const child = spawn(command, [...args, fixture(`hostile/${script}`)], { env: {}, cwd: tmp.dir, stdio: ['ignore', 'pipe', 'pipe', 'ignore', ...inputs.map(() => 'pipe' as const)], detached: true });
+  inputs.forEach((text, i) => (child.stdio[4 + i] as Writable).end(text));
+  let stdout = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, stdout })));
+}
+
+describe('the sandbox\'s session', () => {
+  for (const level of ['bwrap', 'unshare'] as const) {
+    const available = unavailable(level) === null;
+    it.skipIf(!available && !(inCi && level === 'bwrap'))(`keeps kill(0, sig) and kill(-1, sig) inside the sandbox (${level}): what runs it survives`, async () => {
+      const { code, signal, stdout } = await runAsSandbox(level, 'signals-its-group.mjs');
+      // The bubblewrap or unshare process exits with the sandbox's own code, not of a signal.
+      expect({ code, signal }).toEqual({ code: 0, signal: null });
+      expect(stdout).toContain('survived');
+      const seen = JSON.parse(stdout.split('\n')[0]!) as { pid: number; group: number; session: number };
+      // Process 1 of its namespace, leading a session and a process group of its own.
+      expect(seen).toMatchObject({ pid: 1, group: 1, session: 1 });
+    }, 30_000);
+  }
+
+  it.skipIf(!jailed)('keeps the host and its other children alive when a jailed sandbox signals everything it can', async () => {
+    const neighbour = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      const { code } = await runAsSandbox('bwrap', 'signals-its-group.mjs');
+      expect(code).toBe(0);
+      expect(neighbour.exitCode).toBeNull();
+      expect(neighbour.signalCode).toBeNull();
+      expect(readFileSync(`/proc/${neighbour.pid}/stat`, 'utf8')).not.toMatch(/\) [ZX] /);
+    } finally {
+      neighbour.kill();
+    }
+  }, 30_000);
+});
