@@ -105,6 +105,7 @@ export class SandboxPool implements AgentRunner {
   readonly #links = new WeakMap<ChildProcess, Sandbox>();
   readonly #runs = new Map<number, Run>();
   #nextId = 1;
+  #started = 0;
   #destroyed = false;
   readonly #stderr = new WeakMap<ChildProcess, () => string>();
 
@@ -207,6 +208,16 @@ export class SandboxPool implements AgentRunner {
     return this.#level;
   }
 
+  /** How many sandbox processes this pool has started (one per set of mounts in the jail; again after one died). */
+  get started(): number {
+    return this.#started;
+  }
+
+  /** How many of them run now. */
+  get running(): number {
+    return this.#sandboxes.size;
+  }
+
   async destroy(): Promise<void> {
     this.#destroyed = true;
     const sandboxes = [...this.#sandboxes.values()];
@@ -305,6 +316,7 @@ export class SandboxPool implements AgentRunner {
     const sandbox: Sandbox = { child, writer: new FrameWriter(socket, key32, TO_SANDBOX), key, ready: Promise.resolve(), waiting: 0, usedAt: performance.now() };
     this.#links.set(child, sandbox);
     this.#sandboxes.set(key, sandbox);
+    this.#started++;
     const end = (why: string): void => {
       sandbox.ended ??= why;
       child.kill('SIGKILL');

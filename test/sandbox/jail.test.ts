@@ -6,12 +6,13 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runRollout } from '../../src/index.js';
+import { runEval, runRollout } from '../../src/index.js';
+import { localRunner } from '../../src/eval/runner.js';
 import type { Limits, RunResult } from '../../src/index.js';
 import { AgentPool } from '../../src/pool/pool.js';
 import { launch, unavailable, type SandboxLevel } from '../../src/sandbox/jail.js';
@@ -62,6 +63,39 @@ describe.skipIf(!jailed && !mustJail)('the sandbox jail (bubblewrap)', () => {
   it('is available in CI (.ci/run installs bubblewrap)', () => {
     expect(unavailable('bwrap')).toBeNull();
   });
+
+  it('runs an eval in one sandbox, and each agent of a process in a sandbox of its own (idle ones kept up to three)', async () => {
+    const evalPool = new SandboxPool({ sandbox: 'bwrap' });
+    const summary = await runEval({
+      paths: [fileURLToPath(new URL('../../fixtures/helpdesk/tasks.ts', import.meta.url))],
+      agent: fixture('helpdesk-solver.ts'),
+      trials: 2,
+      outDir: out,
+      // (the eval's runner ends the pool when the eval is done)
+      runner: (context) => Promise.resolve(localRunner(context, evalPool, 4)),
+    });
+    expect(summary.totals.passed).toBe(12);
+    expect(evalPool.started).toBe(1);
+    const pool = new SandboxPool({ sandbox: 'bwrap' });
+    try {
+      // Five agents in folders of their own, one after the other, then the first again.
+      const homes = [0, 1, 2, 3, 4].map((i) => {
+        const home = join(tmp.dir, `agent-${i}`);
+        mkdirSync(home, { recursive: true });
+        copyFileSync(fixture('where-am-i.mjs'), join(home, 'agent.mjs'));
+        return join(home, 'agent.mjs');
+      });
+      for (const agent of [...homes, homes[4]!, homes[0]!]) {
+        const r = await roll(pool, agent, 'x');
+        expect(JSON.parse(r.output!)).toMatchObject({ pid: 1 });
+      }
+      // One more for each new agent; the last one's again reused its sandbox, the first's had been ended.
+      expect(pool.started).toBe(5 + 1);
+      expect(pool.running).toBeLessThanOrEqual(3);
+    } finally {
+      await pool.destroy();
+    }
+  }, 60_000);
 
   it('says in run.json how the agent was isolated, at each level it is forced to', async () => {
     const levels: [SandboxPool, string][] = [
@@ -175,8 +209,13 @@ describe.skipIf(!jailed && !mustJail)('the sandbox jail (bubblewrap)', () => {
  * command line at `level`; resolves with how that command ended and what the script printed.
  */
 function runAsSandbox(level: SandboxLevel, script: string): Promise<{ code: number | null; signal: string | null; stdout: string }> {
-  const { command, args, inputs } = launch(level, { noNetwork: false, readable: [`${dirname(fixture(`hostile/${script}`))}/*`] });
-  const child = spawn(command, [...args, fixture(`hostile/${script}`)], { env: {}, cwd: tmp.dir, stdio: ['ignore', 'pipe', 'pipe', 'ignore', ...inputs.map(() => 'pipe' as const)], detached: true });
+  return runInSandbox(level, { noNetwork: false, readable: [`${dirname(fixture(`hostile/${script}`))}/*`] }, [fixture(`hostile/${script}`)]);
+}
+
+/** Runs `node <args>` with the sandbox's own command line at `level`. */
+function runInSandbox(level: SandboxLevel, options: Parameters<typeof launch>[1], nodeArgs: string[]): Promise<{ code: number | null; signal: string | null; stdout: string }> {
+  const { command, args, inputs } = launch(level, options);
+  const child = spawn(command, [...args, ...nodeArgs], { env: {}, cwd: tmp.dir, stdio: ['ignore', 'pipe', 'pipe', 'ignore', ...inputs.map(() => 'pipe' as const)], detached: true });
   inputs.forEach((text, i) => (child.stdio[4 + i] as Writable).end(text));
   let stdout = '';
   child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -209,6 +248,31 @@ describe('the sandbox\'s session', () => {
       neighbour.kill();
     }
   }, 30_000);
+});
+
+describe.skipIf(!jailed && !mustJail)('the jail with --no-network', () => {
+  it('has its loopback up (what relays into the sandbox listen there), and nothing beyond it', async () => {
+    const server = createServer((socket) => socket.end('host\n'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const hostPort = (server.address() as AddressInfo).port;
+    const code = `
+      const net = require('node:net');
+      const inside = net.createServer((s) => s.end('inside')).listen(0, '127.0.0.1', () => {
+        const reach = (port) => new Promise((resolve) => {
+          const c = net.connect(port, '127.0.0.1');
+          c.once('data', (d) => { c.destroy(); resolve(String(d).trim()); });
+          c.once('error', (e) => resolve(e.code));
+        });
+        Promise.all([reach(inside.address().port), reach(${hostPort})]).then((seen) => { console.log(JSON.stringify(seen)); inside.close(); });
+      });`;
+    try {
+      const { code: exit, stdout } = await runInSandbox('bwrap', { noNetwork: true, readable: [] }, ['-e', code]);
+      expect(exit).toBe(0);
+      expect(JSON.parse(stdout)).toEqual(['inside', 'ECONNREFUSED']);
+    } finally {
+      server.close();
+    }
+  });
 });
 
 describe('the fallback', () => {
