@@ -352,7 +352,7 @@ const retailPool = new AgentPool({ maxThreads: 2 });
 const retailRollouts = [];
 for (let i = 0; i < 6; i++) {
   const t = performance.now();
-  await runRollout({ task: retailTask, agent: 'fixtures/agents/retail-oracle.ts', outDir: out, pool: retailPool, seed: 1 });
+  await runRollout({ task: retailTask, agent: 'fixtures/retail/gold/oracle.ts', outDir: out, pool: retailPool, seed: 1 });
   retailRollouts.push(performance.now() - t);
 }
 await retailPool.destroy();

@@ -7,7 +7,7 @@ const tasks = 'fixtures/retail/tasks.ts';
 const say = (text) => process.stdout.write(`\n== ${text}\n\n`);
 
 say('1. The oracle on the 20 dev tasks (replays each task\'s gold actions).');
-const oracle = await main(['eval', tasks, '--agent', 'fixtures/agents/retail-oracle.ts', '--task', 'retail/dev/*', '--concurrency', '8']);
+const oracle = await main(['eval', tasks, '--agent', 'fixtures/retail/gold/oracle.ts', '--task', 'retail/dev/*', '--concurrency', '8']);
 
 say('2. An agent that does nothing, on three dev tasks.');
 await main(['run', tasks, '--agent', 'fixtures/agents/do-nothing.ts', '--task', 'retail/dev/0', '--task', 'retail/dev/1', '--task', 'retail/dev/2']);

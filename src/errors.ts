@@ -12,7 +12,8 @@ export type SiloErrorCode =
   | 'SILO_AGENT_NOT_FOUND'
   | 'SILO_AGENT_LOAD_FAILED'
   | 'SILO_RUN_NOT_FOUND'
-  | 'SILO_QUEUE_UNAVAILABLE';
+  | 'SILO_QUEUE_UNAVAILABLE'
+  | 'SILO_MISSING_PACKAGE';
 
 /** A harness or set-up failure with a stable code and a message that says what to do. */
 export class SiloError extends Error {
@@ -31,7 +32,10 @@ export class SiloError extends Error {
  */
 export function describeError(err: unknown): string {
   try {
-    if (err instanceof Error) return typeof err.message === 'string' ? err.message : 'an error without a message';
+    if (err instanceof Error) {
+      const message = typeof err.message === 'string' ? err.message : 'an error without a message';
+      return withPermission(err, message);
+    }
     if (typeof err === 'string') return err;
     const plain = typeof err !== 'object' || err === null || Array.isArray(err) || Object.getPrototypeOf(err) === Object.prototype;
     if (plain) {
@@ -42,6 +46,29 @@ export function describeError(err: unknown): string {
   } catch {
     return `a thrown ${err === null ? 'null' : typeof err} that cannot be turned into text`;
   }
+}
+
+/** What an agent's worker may not do, by the permission Node names, and what to do about it. */
+const PERMISSION_ADVICE: Record<string, string> = {
+  FileSystemRead: "an agent may read only its own folder and its node_modules: move the file into the agent's folder (or into a package)",
+  FileSystemWrite: 'an agent may not write files: keep what it makes in memory',
+  WorkerThreads: 'an agent may not start worker threads (a logger or a pool that starts one, say): turn that off',
+  ChildProcess: 'an agent may not start processes',
+  Inspector: 'an agent may not use the inspector',
+  Addon: 'an agent may not load native addons: use a JavaScript or WebAssembly package instead',
+  WASI: 'an agent may not use WASI',
+};
+
+/**
+ * Node's `ERR_ACCESS_DENIED` says only "Access to this API has been restricted"; the permission and
+ * the resource it carries say what was refused: `... (FileSystemRead /abs/path/lib.mjs): <advice>`.
+ */
+function withPermission(err: Error, message: string): string {
+  const e = err as { code?: unknown; permission?: unknown; resource?: unknown };
+  if (e.code !== 'ERR_ACCESS_DENIED' || typeof e.permission !== 'string' || e.permission === '') return message;
+  const resource = typeof e.resource === 'string' && e.resource !== '' ? ` ${e.resource}` : '';
+  const advice = PERMISSION_ADVICE[e.permission];
+  return `${message} (${e.permission}${resource})${advice ? `: ${advice}` : ''}`;
 }
 
 /** The data form of any thrown value: errors lose their class when they cross threads. Never throws. */

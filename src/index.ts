@@ -14,6 +14,8 @@ export { queueRunner } from './queue/coordinator.js';
 export type { QueueOptions } from './queue/coordinator.js';
 export { runWorker } from './queue/worker.js';
 export type { WorkerEvent, WorkerOptions } from './queue/worker.js';
+export { initProject, INIT_FILES } from './init.js';
+export type { InitResult } from './init.js';
 export { loadTasks } from './load.js';
 export type { LoadedTask } from './load.js';
 export { checkTasks } from './check/check.js';

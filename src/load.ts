@@ -7,7 +7,7 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeModuleError, SiloError, type SiloErrorCode } from './errors.js';
-import { isTypeScript } from './typescript.js';
+import { esModuleExports, isTypeScript } from './typescript.js';
 import { compileTool } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
 
@@ -17,15 +17,24 @@ export interface LoadedTask {
   file: string;
 }
 
-/** Imports a user module; TypeScript goes through tsx. */
+/**
+ * Imports a user module; TypeScript goes through tsx. The module reads the same whatever the
+ * project's module type: in a `"type": "commonjs"` project a `.ts` file's `export default` is
+ * compiled to `exports.default`, and importing it hands back `module.exports` as the default, one
+ * level too deep; such a module (marked `__esModule`) is unwrapped to the exports it declared.
+ */
 export async function importUserModule(file: string): Promise<Record<string, unknown>> {
   const url = pathToFileURL(file).href;
+  let mod: Record<string, unknown>;
   if (isTypeScript(file)) {
     const { tsImport } = await import('tsx/esm/api');
-    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+    mod = (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  } else {
+    mod = (await import(url)) as Record<string, unknown>;
   }
-  return (await import(url)) as Record<string, unknown>;
+  return esModuleExports(mod);
 }
+
 
 /** Loads every task of the given files, in order; ids must be unique across them. */
 export async function loadTasks(paths: readonly string[]): Promise<LoadedTask[]> {

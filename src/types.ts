@@ -18,11 +18,32 @@ export interface WorldContext {
   readonly seed: number;
 }
 
+/**
+ * A tool's input schema as an agent receives it: the author's schema (as enforced), filled in so
+ * that it is the object schema agent frameworks ask for. `type: 'object'`, `properties` and
+ * `required` are always there; `additionalProperties` is `false` unless the author opened the
+ * schema (then it is what the author wrote, and absent when another keyword such as `anyOf` or
+ * `unevaluatedProperties` opens it). Assignable where the OpenAI Agents SDK (`tool({ parameters })`),
+ * the Vercel AI SDK (`jsonSchema()`), LangChain and MCP take a JSON Schema, without a cast.
+ */
+export interface ToolInputSchema {
+  type: 'object';
+  // `any`, as JSON Schema's own typings have it: frameworks type sub-schemas each their own way.
+  properties: { [name: string]: any };
+  required: string[];
+  /**
+   * `false` unless the author opened the schema. Typed loosely on purpose: the OpenAI Agents SDK
+   * types strict tools' schemas with `additionalProperties: false` and other tools' with `true`.
+   */
+  additionalProperties: any;
+  [keyword: string]: any;
+}
+
 /** A tool as an agent sees it: schema only, never the `run` function. */
 export interface ToolSchema {
   name: string;
   description: string;
-  inputSchema: JsonSchema;
+  inputSchema: ToolInputSchema;
 }
 
 /** A tool as an environment defines it. */

@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { SiloError } from '../errors.js';
+import { requireOptional } from '../optional.js';
 import { PACKAGE_ROOT } from '../paths.js';
 
 /** Each provider's module and the host variables it needs (base URL, then key). */
@@ -34,6 +35,14 @@ export function parseBuiltinAgent(agent: string): BuiltinAgent | null {
   if (model === '') throw new SiloError('SILO_USAGE', `--agent ${provider}: needs a model name, e.g. --agent ${provider}:${provider === 'openai' ? 'gpt-4o-mini' : 'claude-sonnet-4-5'}`);
   const spec = BUILTIN_AGENTS[provider];
   return { provider, model, path: join(PACKAGE_ROOT, 'dist', 'src', 'agents', spec.module), envNames: spec.env };
+}
+
+/**
+ * Throws the one-line usage error when the SDK a built-in agent runs on is not installed (the SDKs
+ * are optional dependencies: `npm install openai` for `openai:<model>`).
+ */
+export function requireAgentSdk(agent: BuiltinAgent): void {
+  requireOptional(agent.provider);
 }
 
 /**

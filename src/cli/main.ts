@@ -5,6 +5,7 @@ import { SILO_VERSION } from '../paths.js';
 import { closeSharedPool } from '../pool/pool.js';
 import { registerCheck } from './check.js';
 import { registerEval } from './eval.js';
+import { registerInit } from './init.js';
 import { registerLs } from './ls.js';
 import { registerReport } from './report.js';
 import { registerMerge } from './merge.js';
@@ -25,8 +26,9 @@ export function createProgram(): Command {
       'after',
       '\nArtifacts go to .silo/runs/<runId>/ (run.json, trace.jsonl, state-diff.json, result.json).\n' +
         'Exit codes: 0 all passed, 1 something failed, 2 usage or set-up error.\n' +
-        'Start with: silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts',
+        'Start with: silo init (a working example in evals/), then the commands it prints.',
     );
+  registerInit(program);
   registerRun(program);
   registerEval(program);
   registerShow(program);

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { SiloError } from '../errors.js';
 import { selectTasks } from '../filter.js';
 import { loadTasks } from '../load.js';
+import { requireOptional } from '../optional.js';
 import { serveTask } from '../serve/serve.js';
 import type { RunResult } from '../types.js';
 import { integer, limitsFromFlags } from './options.js';
@@ -46,6 +47,8 @@ export function registerServe(program: Command): void {
 }
 
 async function serveCommand(taskFile: string, flags: ServeFlags): Promise<number> {
+  // Before anything is built or printed: without the MCP SDK there is nothing to serve.
+  requireOptional('mcp');
   const tasks = await loadTasks([taskFile]);
   const selected = flags.task === undefined ? tasks : selectTasks(tasks, { task: [flags.task] });
   if (selected.length !== 1) {

@@ -15,7 +15,7 @@ import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, DEFAULT_RETRIES, SUMMARY_WRI
 import { turnTaker } from '../time.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
-import { parseBuiltinAgent } from '../agents/builtin.js';
+import { parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
 import { discoverTaskFiles } from './discover.js';
 import { localRunner, type RunnerFactory } from './runner.js';
 import { inShard, type Shard } from './shard.js';
@@ -126,6 +126,9 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const makeRunner: RunnerFactory =
     options.runner ??
     ((context) => {
+      // A built-in agent's SDK is an optional dependency: missing, it is one line before anything runs.
+      const builtin = parseBuiltinAgent(record.agent);
+      if (builtin) requireAgentSdk(builtin);
       const pool = createRunner(options.isolation ?? 'process', { maxThreads: concurrency, reuse: record.reuseWorkers, ...(options.noNetwork ? { noNetwork: true } : {}) });
       // The sandbox boots while the eval sets up its first rollouts.
       pool.warm?.();

@@ -18,7 +18,7 @@ import { dirname, extname, join, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SiloError } from '../errors.js';
 import { isTypeScript } from '../typescript.js';
-import { readableFor } from './permissions.js';
+import { allowsRead, readableFor } from './permissions.js';
 import { StackMapper, type Shift } from './source-map.js';
 
 /** A compiled agent: the module to load, and the package folders it imports from. */
@@ -58,12 +58,27 @@ function metaNames(key: string): { url: string; filename: string; dirname: strin
 /** esbuild's loader for an agent's own module, by extension (modules it does not name load as usual). */
 const LOADERS: Record<string, 'ts' | 'tsx' | 'js' | 'jsx'> = { '.ts': 'ts', '.mts': 'ts', '.cts': 'ts', '.tsx': 'tsx', '.js': 'js', '.mjs': 'js', '.cjs': 'js', '.jsx': 'jsx' };
 
+/**
+ * Why an agent's compiled code may not contain `file` (or, for a package, import it), or null when
+ * it may: bundling reads only what the agent's worker may read (its folder and the node_modules
+ * folders the permission model grants), so an import cannot carry the task files, their data or
+ * anything else of the host into the compiled module.
+ */
+function refusal(agentPath: string, readable: readonly string[], file: string): string | null {
+  if (allowsRead(readable, file)) return null;
+  return (
+    `the agent imports ${file}, which is outside its folder (${dirname(agentPath)}) and its node_modules; ` +
+    `its worker may not read that file, so its compiled code may not contain it either: move the file into the agent's folder (or into a package)`
+  );
+}
+
 async function build(path: string, key: string): Promise<CompiledAgent> {
   const esbuild = await import('esbuild');
   const dir = compiledFolder();
   const packages = new Set<string>();
   const shifts = new Map<string, Shift>();
   const META = metaNames(key);
+  const readable = readableFor(path);
   let result: Awaited<ReturnType<typeof esbuild.build>>;
   try {
     result = await esbuild.build({
@@ -82,6 +97,17 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
       define: { 'import.meta.url': META.url, 'import.meta.filename': META.filename, 'import.meta.dirname': META.dirname },
       logLevel: 'silent',
       plugins: [
+        {
+          name: 'silo-confine',
+          setup(b) {
+            // First of the plugins: every file that would go into the bundle, of any kind (a module,
+            // JSON, text), is checked before anything reads it.
+            b.onLoad({ filter: /.*/ }, (args) => {
+              const refused = args.namespace === 'file' ? refusal(path, readable, args.path) : `the agent imports ${args.path} (${args.namespace}), which is not a file of its folder`;
+              return refused === null ? undefined : { errors: [{ text: refused }] };
+            });
+          },
+        },
         {
           name: 'silo-import-meta',
           setup(b) {
@@ -110,6 +136,10 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
               // A bare name that resolves to the agent's own files (tsconfig paths, a workspace
               // package linked in) is bundled like a relative import.
               if (!found.path.includes(`${sep}node_modules${sep}`)) return undefined;
+              // A package the worker could not load (a tsconfig path into another project's
+              // node_modules, say) is refused here, not granted to the worker.
+              const refused = refusal(path, readable, found.path);
+              if (refused !== null) return { errors: [{ text: refused }] };
               packages.add(packageFolder(found.path));
               return { path: found.path, external: true };
             });
@@ -121,7 +151,10 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
     const errors = (err as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors ?? [];
     const first = errors[0];
     const where = first?.location ? ` (${first.location.file}:${first.location.line})` : '';
-    throw new SiloError('SILO_AGENT_LOAD_FAILED', `cannot compile the agent ${path}: ${first?.text ?? (err as Error).message}${where}`);
+    // A package the agent imports that is not installed: say how to install it.
+    const missing = /^Could not resolve "((?:@[^/"]+\/)?[^./"][^/"]*)[^"]*"$/.exec(first?.text ?? '')?.[1];
+    const hint = missing ? `; install the package (npm install ${missing}) or fix the import` : '';
+    throw new SiloError('SILO_AGENT_LOAD_FAILED', `cannot compile the agent ${path}: ${first?.text ?? (err as Error).message}${where}${hint}`);
   }
   const outputs = result.outputFiles ?? [];
   const code = outputs.find((o) => !o.path.endsWith('.map'))?.text.replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n') ?? '';

@@ -69,6 +69,17 @@ export function readableFor(agentPath: string, extra: readonly string[] = []): s
 }
 
 /**
+ * Whether `path` (absolute) is one the list allows, as the permission model reads the list: a
+ * `dir/*` entry allows everything under `dir`, any other entry that path exactly.
+ */
+export function allowsRead(readable: readonly string[], path: string): boolean {
+  for (const entry of readable) {
+    if (entry.endsWith(`${sep}*`) ? path.startsWith(entry.slice(0, -1)) : path === entry) return true;
+  }
+  return false;
+}
+
+/**
  * The folders an agent must not be able to read (the task file's, the artifacts'), and why;
  * the worker checks them before loading the agent.
  */

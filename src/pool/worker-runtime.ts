@@ -10,6 +10,7 @@ import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '..
 import { LOG_BUDGET_NOTE, LogBudget } from '../rollout/logs.js';
 import { captureOutput } from '../rollout/output.js';
 import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
+import { esModuleExports } from '../typescript.js';
 import type { AgentArgs, ToolResult } from '../types.js';
 
 type Send = (msg: WorkerMessage) => void;
@@ -270,7 +271,7 @@ async function importAgent(path: string, fresh: boolean): Promise<unknown> {
   const url = pathToFileURL(path);
   // Modules are cached by URL; a query makes a new one (its own imports stay shared).
   if (fresh) url.searchParams.set('silo-instance', String(++instances));
-  return import(url.href);
+  return esModuleExports((await import(url.href)) as Record<string, unknown>);
 }
 
 /**

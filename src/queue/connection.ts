@@ -7,6 +7,7 @@
 import type { RedisOptions } from 'ioredis';
 import { describeError, SiloError } from '../errors.js';
 import { QUEUE_CONNECT_TIMEOUT_MS } from '../options.js';
+import { requireOptional } from '../optional.js';
 
 /** Connection options of a queue URL. */
 export function connectionOptions(url: string): RedisOptions {
@@ -46,6 +47,7 @@ export function showUrl(url: string): string {
 
 /** Connects to the queue's Redis once; a one-line SiloError if it cannot be reached. */
 export async function probeRedis(url: string): Promise<void> {
+  requireOptional('queue');
   const options = connectionOptions(url);
   const { Redis } = await import('ioredis');
   const client = new Redis({

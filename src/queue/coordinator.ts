@@ -21,6 +21,7 @@ import { lostRun, writeRunFiles } from './artifacts.js';
 import { connectionOptions, probeRedis } from './connection.js';
 import { hashFile, JOB_VERSION, jobIdOf, QUEUE_PREFIX, relativeToRoot, type RolloutJob, type RolloutJobResult } from './job.js';
 import { announceEval, withdrawEval } from './registry.js';
+import { requireOptional } from '../optional.js';
 
 /** Options of the queue runner. */
 export interface QueueOptions {
@@ -39,6 +40,8 @@ interface Waiter {
 
 /** The runner of an eval whose rollouts run on queue workers. */
 export function queueRunner(options: QueueOptions): RunnerFactory {
+  // Before the eval starts: a missing bullmq is a usage error, not a failed eval.
+  requireOptional('queue');
   return async (context) => {
     const root = options.root ?? process.cwd();
     // A built-in agent (openai:<model>) is part of Silo, not a file of the eval's.
@@ -218,7 +221,13 @@ class QueueCoordinator implements RolloutRunner {
 }
 
 /** The parts of a finished BullMQ job that say what became of it. */
-export type FinishedJob = Pick<Job<RolloutJob, RolloutJobResult>, 'id' | 'returnvalue' | 'failedReason' | 'finishedOn' | 'stalledCounter'>;
+export interface FinishedJob {
+  id?: string | undefined;
+  returnvalue: RolloutJobResult;
+  failedReason: string;
+  finishedOn?: number | undefined;
+  stalledCounter: number;
+}
 
 /**
  * The runs a finished job stands for, its artifacts written under `outDir`: one lost run per stall

@@ -12,8 +12,15 @@ import deepDiff from 'deep-diff';
 import { isPlainObject } from './plain.js';
 import { setData, unwrapProxy } from './proxies.js';
 
-/** A deep-diff change record. */
-export type Change = deepDiff.Diff<unknown, unknown>;
+/**
+ * A deep-diff change record, typed here rather than with deep-diff's own types (a dev dependency:
+ * the declarations users compile against must not need it).
+ */
+export type Change =
+  | { kind: 'N'; path?: Key[]; rhs: unknown }
+  | { kind: 'D'; path?: Key[]; lhs: unknown }
+  | { kind: 'E'; path?: Key[]; lhs: unknown; rhs: unknown }
+  | { kind: 'A'; path?: Key[]; index: number; item: Change };
 
 export type Key = string | number;
 
@@ -118,7 +125,7 @@ export function materialize(input: unknown, before: ReadonlyMap<object, object>,
 /** Applies changes to a deep copy of `initial`, giving the final world. */
 export function applyChanges<T>(initial: T, changes: readonly Change[]): T {
   const target = structuredClone(initial);
-  for (const change of changes) deepDiff.applyChange(target, true, change);
+  for (const change of changes) deepDiff.applyChange(target, true, change as deepDiff.Diff<unknown, unknown>);
   return target;
 }
 

@@ -14,7 +14,7 @@ import type { PreparedAgents } from '../pool/compile.js';
 import { sharedPool, type AgentRunner, type Isolation } from '../pool/pool.js';
 import type { AgentOptions, ErrorInfo, Limits, ResultRecord, RunRecord, RunResult, Task, Termination } from '../types.js';
 import { runAgent, type AgentDriver, type AgentPhase } from './agent.js';
-import { parseBuiltinAgent } from '../agents/builtin.js';
+import { parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
 import { RunArtifacts } from './artifacts.js';
 import type { Change } from './diff.js';
 import { grade, type Grade } from './grade.js';
@@ -224,7 +224,10 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
 function resolveAgent(agent: string, options: AgentOptions = {}): { path: string; options: AgentOptions } {
   if (typeof agent !== 'string' || agent === '') throw new SiloError('SILO_USAGE', 'an agent is needed: --agent <file>');
   const builtin = parseBuiltinAgent(agent);
-  if (builtin) return { path: builtin.path, options: { ...options, model: builtin.model } };
+  if (builtin) {
+    requireAgentSdk(builtin);
+    return { path: builtin.path, options: { ...options, model: builtin.model } };
+  }
   return { path: resolveAgentFile(agent), options };
 }
 

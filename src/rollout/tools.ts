@@ -3,7 +3,7 @@
  * that touches the world: lookup → validation → run → clone. Every failure is a ToolResult.
  */
 import { describeError } from '../errors.js';
-import type { Environment, Tool, ToolResult, ToolSchema, WorldContext } from '../types.js';
+import type { Environment, Tool, ToolInputSchema, ToolResult, ToolSchema, WorldContext } from '../types.js';
 import { compileTool, validateInput } from './validate.js';
 import { nearestFirst } from './similar.js';
 import type { WriteTracker } from './track.js';
@@ -22,7 +22,8 @@ export function toolSchemas(environment: Environment): ToolSchema[] {
   return environment.tools.map((tool) => ({
     name: tool.name,
     description: tool.description,
-    inputSchema: compileTool(tool, environment.name).schema,
+    // Filled in by effectiveSchema where the schema is an object schema (every tool's input is an object).
+    inputSchema: compileTool(tool, environment.name).schema as ToolInputSchema,
   }));
 }
 

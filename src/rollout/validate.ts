@@ -29,7 +29,11 @@ interface Compiled {
 
 const compiled = new WeakMap<Tool, Compiled>();
 
-/** The schema as enforced (and as shown to agents): closed at the top unless it says otherwise. */
+/**
+ * The schema as enforced (and as shown to agents): closed at the top unless it says otherwise, and
+ * an object schema written out in full (`type`, `properties`, `required`: what agent frameworks
+ * expect to find, and what changes nothing in validation).
+ */
 export function effectiveSchema(schema: JsonSchema): JsonSchema {
   const open =
     'additionalProperties' in schema ||
@@ -40,7 +44,14 @@ export function effectiveSchema(schema: JsonSchema): JsonSchema {
     'oneOf' in schema ||
     '$ref' in schema;
   const isObject = schema.type === 'object' || (schema.type === undefined && 'properties' in schema);
-  return isObject && !open ? { ...schema, additionalProperties: false } : schema;
+  if (!isObject) return schema;
+  return {
+    ...schema,
+    type: 'object',
+    properties: schema.properties ?? {},
+    required: schema.required ?? [],
+    ...(open ? {} : { additionalProperties: false }),
+  };
 }
 
 /** Compiles (once) the validator of a tool; a broken schema is a SiloError naming the tool. */

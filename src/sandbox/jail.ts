@@ -341,13 +341,10 @@ function paths(readable: readonly string[]): string[] {
   return [...new Set(readable.map((p) => (p.endsWith(`${sep}*`) ? p.slice(0, -2) : p)))].sort();
 }
 
-/**
- * What the sandbox's own main thread loads: Silo's runtime and its packages, and the folder that
- * marks the package's root (paths.ts looks for it).
- */
+/** What the sandbox's own main thread loads: Silo's runtime, its package.json and its packages. */
 let runtime: string[] | undefined;
 function runtimePaths(): string[] {
-  runtime ??= [...paths(readableFor(join(PACKAGE_ROOT, 'dist', 'src', 'sandbox', 'child.js'))), join(PACKAGE_ROOT, 'workers')];
+  runtime ??= paths(readableFor(join(PACKAGE_ROOT, 'dist', 'src', 'sandbox', 'child.js')));
   return runtime;
 }
 

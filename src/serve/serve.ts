@@ -11,14 +11,22 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { SiloError } from '../errors.js';
+import { importOptional } from '../optional.js';
 import type { DriveOptions } from '../rollout/agent.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { AgentPhase } from '../rollout/agent.js';
 import type { Limits, RunResult, Task } from '../types.js';
-import { FINISH_TOOL, serveSession } from './session.js';
+
+/** MCP's modules, imported only when a world is served (the MCP SDK is an optional dependency). */
+async function loadMcp() {
+  const [stdio, http, session] = await importOptional('mcp', () =>
+    Promise.all([import('@modelcontextprotocol/sdk/server/stdio.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('./session.js')]),
+  );
+  return { StdioServerTransport: stdio.StdioServerTransport, StreamableHTTPServerTransport: http.StreamableHTTPServerTransport, ...session };
+}
+type Mcp = Awaited<ReturnType<typeof loadMcp>>;
 
 /** Options of serveTask. */
 export interface ServeOptions {
@@ -47,14 +55,15 @@ export async function serveTask(options: ServeOptions): Promise<RunResult> {
   if (transport.kind === 'http' && !(Number.isInteger(transport.port) && transport.port >= 0 && transport.port <= 65535)) {
     throw new SiloError('SILO_USAGE', `--http takes a port from 0 to 65535 (0 picks a free one); got ${String(transport.port)}`);
   }
-  if (options.task.environment.tools.some((t) => t.name === FINISH_TOOL.name)) {
-    throw new SiloError('SILO_USAGE', `task ${options.task.id} has a tool named '${FINISH_TOOL.name}', which silo serve adds itself; rename that tool`);
+  const mcp = await loadMcp();
+  if (options.task.environment.tools.some((t) => t.name === mcp.FINISH_TOOL.name)) {
+    throw new SiloError('SILO_USAGE', `task ${options.task.id} has a tool named '${mcp.FINISH_TOOL.name}', which silo serve adds itself; rename that tool`);
   }
   // The port is taken first, so a port in use is a usage error, not a failed run.
   const token = randomBytes(32).toString('base64url');
   const http = transport.kind === 'http' ? await listen(transport.port, token) : undefined;
   const drive = (o: DriveOptions): Promise<AgentPhase> =>
-    http ? serveHttp(o, http, token, options.onListening) : serveStdio(o, (transport.kind === 'stdio' && transport.stdin) || process.stdin, (transport.kind === 'stdio' && transport.stdout) || process.stdout);
+    http ? serveHttp(mcp, o, http, token, options.onListening) : serveStdio(mcp, o, (transport.kind === 'stdio' && transport.stdin) || process.stdin, (transport.kind === 'stdio' && transport.stdout) || process.stdout);
   try {
     return await runRollout({
       task: options.task,
@@ -89,22 +98,22 @@ async function listen(port: number, token: string): Promise<HttpServer> {
   return http;
 }
 
-async function serveStdio(opts: DriveOptions, stdin: Readable, stdout: Writable): Promise<AgentPhase> {
-  const transport = new StdioServerTransport(stdin, stdout);
+async function serveStdio(mcp: Mcp, opts: DriveOptions, stdin: Readable, stdout: Writable): Promise<AgentPhase> {
+  const transport = new mcp.StdioServerTransport(stdin, stdout);
   // The client closing our stdin is a disconnect.
   const onEnd = (): void => void transport.close();
   stdin.once('end', onEnd);
   try {
-    return await serveSession(opts, transport);
+    return await mcp.serveSession(opts, transport);
   } finally {
     stdin.off('end', onEnd);
   }
 }
 
-async function serveHttp(opts: DriveOptions, http: HttpServer, token: string, onListening: ServeOptions['onListening']): Promise<AgentPhase> {
+async function serveHttp(mcp: Mcp, opts: DriveOptions, http: HttpServer, token: string, onListening: ServeOptions['onListening']): Promise<AgentPhase> {
   const port = (http.address() as AddressInfo).port;
   // One session (one client, one rollout); requests naming another host are refused (DNS rebinding).
-  const transport = new StreamableHTTPServerTransport({
+  const transport = new mcp.StreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
     enableDnsRebindingProtection: true,
     allowedHosts: [`127.0.0.1:${port}`, `localhost:${port}`],
@@ -112,7 +121,7 @@ async function serveHttp(opts: DriveOptions, http: HttpServer, token: string, on
   http.removeAllListeners('request');
   http.on('request', (req: IncomingMessage, res: ServerResponse) => void handle(transport, token, req, res));
   onListening?.(`http://127.0.0.1:${port}${MCP_PATH}?token=${token}`, token);
-  return serveSession(opts, transport);
+  return mcp.serveSession(opts, transport);
 }
 
 /** Whether a request carries the token: the URL's `token` parameter, or an Authorization bearer header. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderToolResult, toAnthropicTools, toMcpTools, toOpenAITools, type ToolSchema } from '../../src/index.js';
+import { renderToolResult, toAnthropicTools, toMcpTools, toOpenAITools, type ToolInputSchema, type ToolSchema } from '../../src/index.js';
 
 const tools: ToolSchema[] = [
   {
@@ -7,8 +7,9 @@ const tools: ToolSchema[] = [
     description: 'Get one ticket by id.',
     inputSchema: { type: 'object', properties: { ticket_id: { type: 'string' } }, required: ['ticket_id'], additionalProperties: false },
   },
-  // No `type`: every protocol wants an object schema at the top.
-  { name: 'ping', description: 'Ping.', inputSchema: { properties: {} } },
+  // No `type` (a hand-made ToolSchema; agents always get it filled in): every protocol wants an
+  // object schema at the top.
+  { name: 'ping', description: 'Ping.', inputSchema: { properties: {} } as unknown as ToolInputSchema },
 ];
 
 describe('toOpenAITools', () => {

@@ -126,9 +126,12 @@ describe('strictProblem', () => {
     expect(strictProblem({ type: 'object', properties: { email: { type: 'string', format: 'email' }, note: { type: ['string', 'null'] } } })).toBeNull();
   });
 
-  it('refuses keywords that need a type the schema does not give (model APIs want type: object at the top)', () => {
-    expect(strictProblem({ properties: { a: { type: 'string' } }, required: ['a'] })).toMatch(/missing type "object" for keyword/);
+  it('refuses keywords that need a type the schema does not give', () => {
     expect(strictProblem({ type: 'object', properties: { a: { minLength: 1 } } })).toMatch(/missing type "string" for keyword "minLength"/);
+  });
+
+  it('accepts a top level without type: agents get it as type: object (model APIs want one)', () => {
+    expect(strictProblem({ properties: { a: { type: 'string' } }, required: ['a'] })).toBeNull();
   });
 
   it('refuses a schema that is not an object', () => {

@@ -33,7 +33,7 @@ describe('retail rollouts', () => {
   it.each(['retail/train/0', 'retail/train/24', 'retail/dev/0', 'retail/test/16', 'retail/test/64'])(
     'the oracle passes %s',
     async (id) => {
-      const r = await runRollout({ task: byId(id), agent: 'fixtures/agents/retail-oracle.ts', outDir: out.dir, seed: 1 });
+      const r = await runRollout({ task: byId(id), agent: 'fixtures/retail/gold/oracle.ts', outDir: out.dir, seed: 1 });
       expect(r.status, JSON.stringify(r.checks.filter((c) => !c.pass))).toBe('passed');
       expect(r.toolCalls).toBe(byId(id).solution?.calls.length);
     },

@@ -175,22 +175,33 @@ describe('compileTool', () => {
 describe('effectiveSchema', () => {
   it('closes an object schema at the top level without touching the original', () => {
     const schema = { type: 'object', properties: { a: { type: 'string' } } };
-    expect(effectiveSchema(schema)).toEqual({ ...schema, additionalProperties: false });
+    expect(effectiveSchema(schema)).toEqual({ ...schema, required: [], additionalProperties: false });
     expect(schema).not.toHaveProperty('additionalProperties');
+    expect(schema).not.toHaveProperty('required');
   });
 
-  it('leaves a schema alone when it says how extras are handled or composes other schemas', () => {
+  it('leaves how extras are handled alone when the schema says it or composes other schemas', () => {
     for (const schema of [
       { type: 'object', additionalProperties: true },
       { type: 'object', patternProperties: { '^x': {} } },
       { type: 'object', anyOf: [{ properties: { a: {} } }] },
-      { type: 'string' },
+      { type: 'object', properties: { a: {} }, unevaluatedProperties: false },
     ]) {
-      expect(effectiveSchema(schema)).toBe(schema);
+      const effective = effectiveSchema(schema);
+      expect(effective).toEqual({ properties: {}, required: [], ...schema });
+      expect('additionalProperties' in effective).toBe('additionalProperties' in schema);
     }
   });
 
-  it('treats a schema with properties but no type as an object', () => {
-    expect(effectiveSchema({ properties: {} })).toEqual({ properties: {}, additionalProperties: false });
+  it('leaves a schema of another type alone', () => {
+    const schema = { type: 'string' };
+    expect(effectiveSchema(schema)).toBe(schema);
+  });
+
+  it('writes an object schema out in full: type, properties and required are always there', () => {
+    expect(effectiveSchema({ properties: {} })).toEqual({ type: 'object', properties: {}, required: [], additionalProperties: false });
+    expect(effectiveSchema({ type: 'object' })).toEqual({ type: 'object', properties: {}, required: [], additionalProperties: false });
+    const written = { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] };
+    expect(effectiveSchema(written)).toEqual({ ...written, additionalProperties: false });
   });
 });
