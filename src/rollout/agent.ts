@@ -8,6 +8,7 @@ import { HostChannel, type DoneMessage } from '../pool/channel.js';
 import type { AgentRunner, WorkerExit } from '../pool/pool.js';
 import { prepareAgent, type PreparedAgent, type PreparedAgents } from '../pool/compile.js';
 import type { Guard } from '../pool/permissions.js';
+import { explainHidden } from '../sandbox/jail.js';
 import { describeError, SiloError } from '../errors.js';
 import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
 import { LOG_BUDGET_NOTE, LogBudget } from './logs.js';
@@ -203,7 +204,8 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   };
   const fired = guard.fired?.termination;
 
-  if (done) return { ...base, ...fromCompletion(done, fired, limits, trace, prepared.mapStack) };
+  // (an error naming a file the jail hid says so, as the permission model would have)
+  if (done) return { ...base, ...fromCompletion(done, fired, limits, trace, (text) => explainHidden(prepared.mapStack(text), prepared.readable)) };
 
   // No completion: the worker was terminated after a limit, ran out of memory, or died.
   if (fired) return { ...base, termination: fired, output: null, outputTruncated: false };

@@ -20,10 +20,11 @@
  * may read the same paths (see SandboxPool: one sandbox per mount set).
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, closeSync, constants, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, realpathSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { PERMISSION_ADVICE } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
-import { readableFor } from '../pool/permissions.js';
+import { allowsRead, readableFor } from '../pool/permissions.js';
 
 /** How the sandbox process is confined, strongest first. */
 export type SandboxLevel = 'bwrap' | 'unshare' | 'process';
@@ -400,4 +401,26 @@ export function launch(level: SandboxLevel, options: { noNetwork: boolean; reada
   prefix.push(process.execPath);
   const [command, ...args] = prefix;
   return { command: command!, args, hostCwd: level !== 'bwrap', inputs: level === 'bwrap' ? accounts() : [] };
+}
+
+/** Files named as missing in an error: a module not found, or a file system call's ENOENT. */
+const MISSING = /Cannot find (?:module|package) '(\/[^'\n]+)'|\bENOENT: no such file or directory, \w+ '(\/[^'\n]+)'/g;
+
+/**
+ * In the jail a file outside what an agent may read does not exist, so an agent that imports one
+ * gets "Cannot find module" (and `realpathSync` an ENOENT) where, outside the jail, Node would say
+ * the permission was refused (its file system calls are refused before they look). For the user
+ * (the agent never sees this): an error naming a file that the host does see, outside `readable`,
+ * gets the note the permission error carries. At most a few files are looked at.
+ */
+export function explainHidden(message: string, readable: readonly string[]): string {
+  let out = message;
+  const seen = new Set<string>();
+  for (const match of message.matchAll(MISSING)) {
+    const path = match[1] ?? match[2];
+    if (!path || seen.has(path) || seen.size >= 4) continue;
+    seen.add(path);
+    if (!allowsRead(readable, path) && existsSync(path)) out = out.replace(match[0], `${match[0]} (FileSystemRead ${path}): ${PERMISSION_ADVICE.FileSystemRead}`);
+  }
+  return out;
 }

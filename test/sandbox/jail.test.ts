@@ -196,6 +196,26 @@ describe.skipIf(!jailed && !mustJail)('the sandbox jail (bubblewrap)', () => {
     }
   });
 
+  it('tells the user (not the agent) when the jail hid a module the agent imports, as the permission model would', async () => {
+    // home/lib/shared.mjs exists; home/agent/ holds agents that import it, and a file that is nowhere.
+    const home = join(tmp.dir, 'imports');
+    mkdirSync(join(home, 'lib'), { recursive: true });
+    mkdirSync(join(home, 'agent'), { recursive: true });
+    writeFileSync(join(home, 'lib', 'shared.mjs'), 'export const secret = "shared";\n');
+    writeFileSync(join(home, 'agent', 'there.mjs'), "import { secret } from '../lib/shared.mjs';\nexport default () => secret;\n");
+    writeFileSync(join(home, 'agent', 'nowhere.mjs'), "import { secret } from '../lib/nowhere.mjs';\nexport default () => secret;\n");
+    const load = async (name: string): Promise<string> => {
+      const r = await runRollout({ task: testWorld().task, agent: join(home, 'agent', name), outDir: out, pool: pools.bwrap, limits: LIMITS });
+      expect(r.termination).toBe('load_error');
+      return r.error?.message ?? '';
+    };
+    const shared = join(home, 'lib', 'shared.mjs');
+    expect(await load('there.mjs')).toMatch(new RegExp(`Cannot find module '${shared}'.* \\(FileSystemRead ${shared}\\): an agent may read only its own folder`));
+    const nowhere = await load('nowhere.mjs');
+    expect(nowhere).toContain(`Cannot find module '${join(home, 'lib', 'nowhere.mjs')}'`);
+    expect(nowhere).not.toContain('FileSystemRead');
+  });
+
   it('shows the sandbox nothing of /etc but what DNS and TLS need, and no other user\'s files', async () => {
     const agent = fixture('hostile/probes-paths.mjs');
     const wanted = ['/etc/shadow', '/etc/sudoers', '/root', '/home', '/var/run/docker.sock', tmp.dir, out];
