@@ -44,7 +44,7 @@ export function agentOptionsFromFlags(flags: { maxTurns?: number }): AgentOption
 
 /** The help text of `--isolation`. */
 export const ISOLATION_HELP =
-  'where agent workers live: process (a sandbox process the host outlives, with its own namespaces where Linux allows) or thread (in this process: trusted agents, less overhead)';
+  'where agent workers live: process (a sandbox process the host outlives: a bubblewrap jail, or namespaces only, as the machine allows; SILO_SANDBOX=bwrap|unshare|process forces one) or thread (in this process: trusted agents, less overhead)';
 
 /** The help text of `--no-network`. */
 export const NO_NETWORK_HELP = 'give agents no network (a network namespace of their own; needs --isolation process and Linux namespaces)';
