@@ -184,7 +184,9 @@ class Mounts {
       }
       at = next;
     }
-    this.#ops.set(at, ['--ro-bind', at, at]);
+    // -try: a path gone since it was looked at (a file replaced, an agent's folder removed) is
+    // left out instead of failing the start of the sandbox, and of every sandbox after it.
+    this.#ops.set(at, ['--ro-bind-try', at, at]);
     return this;
   }
 
@@ -210,10 +212,10 @@ class Mounts {
     const folders: string[] = [];
     for (const dest of dests) {
       const op = this.#ops.get(dest)!;
-      const mirror = op[0] === '--ro-bind' || op[0] === '--symlink';
+      const mirror = op[0] === '--ro-bind-try' || op[0] === '--symlink';
       if (mirror && folders.some((f) => dest.startsWith(f === sep ? f : `${f}${sep}`))) continue;
       out.push(...op);
-      if (op[0] === '--ro-bind') folders.push(dest);
+      if (op[0] === '--ro-bind-try') folders.push(dest);
     }
     return out;
   }
