@@ -5,7 +5,8 @@
  * the jail, to show what the jail takes away (and that the fixture can fail).
  */
 import { execFile, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -214,6 +215,22 @@ describe.skipIf(!jailed && !mustJail)('the sandbox jail (bubblewrap)', () => {
     const nowhere = await load('nowhere.mjs');
     expect(nowhere).toContain(`Cannot find module '${join(home, 'lib', 'nowhere.mjs')}'`);
     expect(nowhere).not.toContain('FileSystemRead');
+  });
+
+  it('mounts a compiled TypeScript agent\'s own file, not the folder other compiled agents share', async () => {
+    const compiled = join(tmpdir(), `silo-agents-${process.getuid?.() ?? 'user'}`);
+    mkdirSync(compiled, { recursive: true, mode: 0o700 });
+    const decoy = join(compiled, `decoy-${process.pid}.mjs`);
+    writeFileSync(decoy, 'export default () => "another agent";\n');
+    try {
+      const agent = fixture('hostile/probes-paths.ts');
+      const probe = async (pool: SandboxPool): Promise<Record<string, { realpath: string }>> =>
+        JSON.parse((await roll(pool, agent, JSON.stringify([decoy]))).output!) as Record<string, { realpath: string }>;
+      expect((await probe(pools.bwrap))[decoy]?.realpath).toBe('ENOENT');
+      if (namespaces) expect((await probe(pools.unshare))[decoy]?.realpath).toBe('found');
+    } finally {
+      rmSync(decoy, { force: true });
+    }
   });
 
   it('shows the sandbox nothing of /etc but what DNS and TLS need, and no other user\'s files', async () => {
