@@ -101,17 +101,20 @@ function bwrap(): Bubblewrap | string {
     if (program === null) {
       bubblewrap = 'bubblewrap (bwrap) is not installed';
     } else {
-      const help = spawnSync(program, ['--help'], { encoding: 'utf8', timeout: 5_000, env: {} }).stdout ?? '';
-      const found: Bubblewrap = { program, disableUserns: help.includes('--disable-userns') };
       // The jail with the system's part only, running `node --version`: namespaces, the loader
-      // and the libraries all work, or the machine falls back to unshare.
+      // and the libraries all work, or the machine falls back to unshare. With --disable-userns
+      // first; a bubblewrap older than 0.8 does not know it.
       let system: string[] | null = null;
       try {
         system = systemMounts().args();
       } catch {
         // no /proc/self/maps: not Linux
       }
-      const failed = system === null ? 'cannot tell which libraries Node loads' : runs(program, [...namespaceFlags(found, false), ...system, '--', process.execPath, '--version']);
+      const probe = (found: Bubblewrap): string | null =>
+        system === null ? 'cannot tell which libraries Node loads' : runs(program, [...namespaceFlags(found, false), ...system, '--', process.execPath, '--version']);
+      let found: Bubblewrap = { program, disableUserns: true };
+      let failed = probe(found);
+      if (failed !== null && /disable-userns/.test(failed)) failed = probe((found = { program, disableUserns: false }));
       bubblewrap = failed === null ? found : `bwrap failed: ${failed}`;
     }
   }
