@@ -52,8 +52,8 @@ export function which(program: string): string | null {
 }
 
 /** Whether a probe command runs here, and if not, the first line it said. */
-function runs(command: string, args: string[]): string | null {
-  const probe = spawnSync(command, args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 5_000, env: {} });
+function runs(command: string, args: string[], input?: string): string | null {
+  const probe = spawnSync(command, args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'ignore', 'pipe'], timeout: 5_000, env: {}, ...(input === undefined ? {} : { input }) });
   if (probe.status === 0) return null;
   const said = probe.stderr?.toString().trim().split('\n')[0];
   return said || (probe.error ? probe.error.message : `exit ${probe.signal ?? probe.status}`);
@@ -101,17 +101,20 @@ function bwrap(): Bubblewrap | string {
     if (program === null) {
       bubblewrap = 'bubblewrap (bwrap) is not installed';
     } else {
-      // The jail with the system's part only, running `node --version`: namespaces, the loader
-      // and the libraries all work, or the machine falls back to unshare. With --disable-userns
-      // first; a bubblewrap older than 0.8 does not know it.
-      let system: string[] | null = null;
+      // The jail with the system's part only, running `node --version`: namespaces, the mounts,
+      // the loader and the libraries all work, or the machine falls back to unshare. With
+      // --disable-userns first; a bubblewrap older than 0.8 does not know it.
+      let system: Mounts | null = null;
       try {
-        system = systemMounts().args();
+        system = systemMounts();
       } catch {
         // no /proc/self/maps: not Linux
       }
+      const [passwd, group] = accounts();
       const probe = (found: Bubblewrap): string | null =>
-        system === null ? 'cannot tell which libraries Node loads' : runs(program, [...namespaceFlags(found, false), ...system, '--', process.execPath, '--version']);
+        system === null
+          ? 'cannot tell which libraries Node loads'
+          : runs(program, [...jail(found, false, system, 0, 0), process.execPath, '--version'], `${passwd}${group}`);
       let found: Bubblewrap = { program, disableUserns: true };
       let failed = probe(found);
       if (failed !== null && /disable-userns/.test(failed)) failed = probe((found = { program, disableUserns: false }));
@@ -383,6 +386,17 @@ function accounts(): string[] {
 }
 
 /**
+ * bubblewrap's arguments up to the command: the namespaces, `mounts`, /etc/passwd and
+ * /etc/group read from descriptors `passwdFd` and `groupFd`, everything read-only.
+ */
+function jail(b: Bubblewrap, noNetwork: boolean, mounts: Mounts, passwdFd: number, groupFd: number): string[] {
+  const accounts = mounts.copy().add('/etc/passwd', ['--ro-bind-data', String(passwdFd), '/etc/passwd']);
+  // (a probe hands both in one: a descriptor is read once)
+  if (groupFd !== passwdFd) accounts.add('/etc/group', ['--ro-bind-data', String(groupFd), '/etc/group']);
+  return [...namespaceFlags(b, noNetwork), ...accounts.args(), '--remount-ro', '/tmp', '--remount-ro', '/', '--chdir', JAIL_CWD, '--'];
+}
+
+/**
  * The command line in front of `node <script>` for a sandbox at `level` (which must be available)
  * whose workers may read `readable`; the Node binary is the last argument.
  */
@@ -391,9 +405,9 @@ export function launch(level: SandboxLevel, options: { noNetwork: boolean; reada
   if (level === 'bwrap') {
     const b = bwrap();
     if (typeof b === 'string') throw new Error(b);
-    const mounts = systemMounts().add('/etc/passwd', ['--ro-bind-data', '4', '/etc/passwd']).add('/etc/group', ['--ro-bind-data', '5', '/etc/group']);
+    const mounts = systemMounts();
     for (const path of [...runtimePaths(), ...paths(options.readable)]) mounts.bind(path);
-    prefix.push(b.program, ...namespaceFlags(b, options.noNetwork), ...mounts.args(), '--remount-ro', '/tmp', '--remount-ro', '/', '--chdir', JAIL_CWD, '--');
+    prefix.push(b.program, ...jail(b, options.noNetwork, mounts, 4, 5));
   } else if (level === 'unshare') {
     const u = unshare();
     if (typeof u === 'string') throw new Error(u);
