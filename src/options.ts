@@ -31,6 +31,16 @@ export const PORT_DRAIN_MS = 2_000;
 /** After a worker's grace period, how long its sandbox gets to terminate it before the whole sandbox is killed, ms. */
 export const SANDBOX_KILL_MS = 5_000;
 
+/** The least and the most time an agent's worker gets to start, ms (see workerStartMs in src/rollout/agent.ts). */
+export const WORKER_START_MIN_MS = 10_000;
+export const WORKER_START_MAX_MS = 60_000;
+
+/**
+ * After a worker is terminated, how long the host waits for its runner to say it is gone before
+ * taking it as gone: longer than a sandbox takes to kill itself (SANDBOX_KILL_MS) and drain.
+ */
+export const WORKER_GONE_MS = SANDBOX_KILL_MS + PORT_DRAIN_MS + 1_000;
+
 /** After the agent is done, how long tool calls already running may take to settle. */
 export const INFLIGHT_SETTLE_MS = 5_000;
 
@@ -42,6 +52,30 @@ export const MESSAGE_ENVELOPE_BYTES = 64 * 1024;
 
 /** Largest JSON preview of a check's expected/actual value kept in result.json. */
 export const CHECK_VALUE_MAX_CHARS = 2_000;
+
+/**
+ * Longest tool name the host takes from an agent, characters; a longer one is cut (and so names
+ * no tool). Tool names are short (MCP allows 128, OpenAI 64); without a cap each call of a
+ * flood could carry megabytes of name into the trace, twice (the call and its error).
+ */
+export const MAX_TOOL_NAME_CHARS = 256;
+
+/** Longest text the host keeps of an agent's account of a problem (a bad input, an output that could not be sent). */
+export const AGENT_NOTE_MAX_CHARS = 1_000;
+
+/**
+ * Characters of calls one rollout may have waiting for the host at once (calls run one at a time;
+ * an agent can send them faster than its tools answer). A call past it is refused at once,
+ * unrun, rather than kept: what an agent sends cannot pile up in the host's memory.
+ */
+export const CALLS_WAITING_MAX_CHARS = 8 * MiB;
+
+/**
+ * Characters of trace one rollout keeps in memory (the events the verifier and the diagnosis
+ * read). Past it, events are still written whole to trace.jsonl, but the copies kept in memory
+ * hold a note instead of their large parts (inputs, values, changes, log data).
+ */
+export const TRACE_MEMORY_MAX_CHARS = 8 * MiB;
 
 /** Largest agent_log message kept in the trace; longer ones are truncated. */
 export const LOG_MESSAGE_MAX_CHARS = 64 * 1024;

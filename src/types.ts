@@ -284,6 +284,22 @@ export interface RunRecord {
    * process (`process`), or in a thread of the host (`thread`). SECURITY.md says what each holds.
    */
   isolation?: 'bwrap' | 'unshare' | 'process' | 'thread';
+  /**
+   * The process that runs it: a run still `running` whose owner is gone (killed, out of memory)
+   * is reported as crashed by `silo ls` and `silo show` (see src/owner.ts).
+   */
+  owner?: Owner;
+}
+
+/** The process that writes a run or an eval. */
+export interface Owner {
+  pid: number;
+  /** The machine's host name. */
+  host: string;
+  /** Linux's boot id: a reboot since means the process is gone. */
+  boot?: string;
+  /** When the process started, in clock ticks since boot (Linux): tells a reused pid apart. */
+  since?: string;
 }
 
 /** Codes of the diagnosis of a run (see src/inspect/diagnose.ts). */
@@ -395,6 +411,8 @@ export interface EvalSummary {
   /** The k asked for. */
   trials: number;
   options: EvalOptionsRecord;
+  /** The process that runs it, while it runs (see RunRecord.owner). */
+  owner?: Owner;
   tasks: TaskStats[];
   totals: {
     runs: number;

@@ -6,8 +6,12 @@
 // CommonJS entry is loaded by plain require and reaches the ES modules with import().
 import type { WorkerTask } from '../src/protocol.js';
 
-// Loaded while the worker is warm, before it takes a rollout.
-const runtime = import('../src/pool/worker-runtime.js');
+// Loaded while the worker is warm, before it takes a rollout; what an agent could change of the
+// whole process (V8 flags, reports, signals, channels to other threads) is closed at once.
+const runtime = import('../src/pool/worker-runtime.js').then((m) => {
+  m.closeProcessWide(require);
+  return m;
+});
 
 async function handler(task: WorkerTask): Promise<void> {
   const { runAgentTask } = await runtime;

@@ -1,8 +1,8 @@
 /** `silo ls`: recent runs and evals. */
 import type { Command } from 'commander';
 import { join } from 'node:path';
-import { listEvalIds, listRunIds, readJson } from '../inspect/runs.js';
-import type { ResultRecord, RunRecord } from '../types.js';
+import { listEvalIds, listRunIds, readJson, reportedEvalStatus, reportedRun } from '../inspect/runs.js';
+import type { EvalSummary, ResultRecord, RunRecord } from '../types.js';
 import { integer } from './options.js';
 import { createStyle } from '../inspect/style.js';
 import { ms } from '../inspect/show.js';
@@ -18,7 +18,9 @@ export function registerLs(program: Command): void {
       const runsDir = join(flags.out, 'runs');
       const ids = listRunIds(runsDir);
       const runs = ids.slice(0, flags.limit).map((id) => {
-        const run = readJson<RunRecord>(join(runsDir, id, 'run.json'));
+        const recorded = readJson<RunRecord>(join(runsDir, id, 'run.json'));
+        // A run left `running` by a process that is gone is reported crashed.
+        const run = recorded && reportedRun(recorded);
         const result = readJson<ResultRecord>(join(runsDir, id, 'result.json'));
         return {
           runId: id,
@@ -32,10 +34,10 @@ export function registerLs(program: Command): void {
         };
       });
       const evals = listEvalIds(flags.out).map((id) => {
-        const summary = readJson<{ status?: string; startedAt?: string; totals?: { runs?: number; passRate?: number } }>(
+        const summary = readJson<Pick<EvalSummary, 'status' | 'owner' | 'startedAt'> & { totals?: { runs?: number; passRate?: number } }>(
           join(flags.out, 'evals', id, 'summary.json'),
         );
-        return { evalId: id, status: summary?.status ?? '?', startedAt: summary?.startedAt ?? null, runs: summary?.totals?.runs ?? null };
+        return { evalId: id, status: summary?.status ? reportedEvalStatus(summary) : '?', startedAt: summary?.startedAt ?? null, runs: summary?.totals?.runs ?? null };
       });
       if (flags.json) {
         process.stdout.write(`${JSON.stringify({ runs, evals }, null, 2)}\n`);

@@ -13,6 +13,7 @@ import { selectTasks } from '../filter.js';
 import { loadTasks, type LoadedTask } from '../load.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, DEFAULT_RETRIES, SUMMARY_WRITE_MS, resolveLimits } from '../options.js';
 import { turnTaker } from '../time.js';
+import { thisProcess } from '../owner.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
 import { parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
@@ -158,6 +159,8 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
       agent: record.agent,
       trials: record.trials,
       options: record,
+      // While it runs: a summary left `running` by a process that is gone is reported crashed.
+      ...(ended ? {} : { owner: thisProcess() }),
       ...tally.stats(record.trials),
     };
   };

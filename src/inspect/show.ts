@@ -35,7 +35,9 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
     const u = run.usage;
     out.push(`${s.dim('model')}       ${u.requests} request${u.requests === 1 ? '' : 's'} · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens`);
   }
-  if (run.status === 'running') {
+  if (loaded.abandoned) {
+    out.push(s.yellow(`this run crashed: ${loaded.abandoned}; its files stop where that process did`));
+  } else if (run.status === 'running') {
     out.push(s.yellow('this run has not finished: it is still going, or the process running it stopped before the end'));
   }
   if (result?.error) out.push(`${s.yellow('error')}       ${result.error.code}: ${result.error.message}`);

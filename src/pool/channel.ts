@@ -6,7 +6,7 @@
  */
 import { describeError } from '../errors.js';
 import type { HostEnd } from './ends.js';
-import { MAX_INPUT_DEPTH } from '../options.js';
+import { AGENT_NOTE_MAX_CHARS, CALLS_WAITING_MAX_CHARS, MAX_INPUT_DEPTH, MAX_TOOL_NAME_CHARS } from '../options.js';
 import { BRAND, type HostMessage, type WorkerMessage } from '../protocol.js';
 import type { ToolResult } from '../types.js';
 
@@ -17,6 +17,11 @@ export type DoneMessage = Extract<WorkerMessage, { type: 'done' }>;
 export interface ChannelHandlers {
   /** A tool call; its result is sent back to the worker. */
   call(msg: CallMessage): Promise<ToolResult> | ToolResult;
+  /**
+   * A call that came while more than CALLS_WAITING_MAX_CHARS of calls were waiting their turn:
+   * answered at once with the result returned here, unrun (its input is not kept).
+   */
+  busy(msg: CallMessage, waitingChars: number): ToolResult;
   /** An agent log; returns false once the run's log budget is spent (later logs are skipped unparsed). */
   log(msg: Extract<WorkerMessage, { type: 'log' }>): boolean;
   /** The worker has taken the rollout: the wall clock starts. */
@@ -45,6 +50,8 @@ export class HostChannel {
   /** Set by close(): calls still waiting their turn are dropped, never handled. */
   #closed = false;
   #queue: Promise<unknown> = Promise.resolve();
+  /** Characters of the calls taken but not yet run. */
+  #waitingChars = 0;
   #resolveDone!: (msg: DoneMessage | null) => void;
 
   /**
@@ -104,7 +111,16 @@ export class HostChannel {
     if (!msg) return;
     switch (msg.type) {
       case 'call': {
+        // Only the text's length is counted: the parsed input is at most a few times that.
+        const chars = (data as string).length;
+        if (this.#waitingChars + chars > CALLS_WAITING_MAX_CHARS) {
+          delete msg.input;
+          this.#post({ brand: BRAND, type: 'result', id: msg.id, result: handlers.busy(msg, this.#waitingChars) });
+          return;
+        }
+        this.#waitingChars += chars;
         const run = async (): Promise<void> => {
+          this.#waitingChars -= chars;
           if (this.#closed) return;
           let result: ToolResult;
           try {
@@ -175,7 +191,28 @@ export class HostChannel {
       handlers.dropped('a message without the Silo brand or with an unknown type');
       return null;
     }
+    // Every field the host keeps is bounded here, whatever the worker (or an agent writing on its
+    // port) sent: text cut, values outside their set dropped.
+    if (msg.type === 'log') {
+      if (msg.stream !== undefined && msg.stream !== 'stdout' && msg.stream !== 'stderr') delete msg.stream;
+      return msg;
+    }
+    if (msg.type === 'done') {
+      if (msg.outputError !== undefined) msg.outputError = typeof msg.outputError === 'string' ? msg.outputError.slice(0, AGENT_NOTE_MAX_CHARS) : 'the output could not be sent';
+      return msg;
+    }
     if (msg.type !== 'call') return msg;
+    const sentName = msg.name;
+    msg.name = capToolName(sentName);
+    if (msg.inputError !== undefined) {
+      // The worker's account of a bad input: a known kind, a short message, and no input beside it.
+      const { kind, message } = (typeof msg.inputError === 'object' && msg.inputError !== null ? msg.inputError : {}) as Partial<NonNullable<CallMessage['inputError']>>;
+      refuseInput(msg, {
+        kind: kind !== undefined && INPUT_ERRORS.has(kind) ? kind : 'unserialisable',
+        message: typeof message === 'string' ? message.slice(0, AGENT_NOTE_MAX_CHARS) : 'the input could not be sent',
+      });
+      if (typeof msg.inputBytes !== 'number' || !Number.isFinite(msg.inputBytes)) msg.inputBytes = 0;
+    }
     if (forbidden !== undefined) {
       refuseInput(msg, {
         kind: 'forbidden_key',
@@ -188,7 +225,7 @@ export class HostChannel {
       // The worker measures inputs, but its text is the agent's to forge: the host measures the
       // text it received. The input is part of the message, so the message bounds it from above.
       const { bytes, depth } = this.#inputCaps;
-      const size = data.length * 3 <= bytes ? 0 : Buffer.byteLength(data, 'utf8') - envelopeBytes(msg);
+      const size = data.length * 3 <= bytes ? 0 : Buffer.byteLength(data, 'utf8') - envelopeBytes(sentName);
       if (size > bytes) {
         refuseInput(msg, { kind: 'too_large', message: `input is about ${size} bytes` });
         msg.inputBytes = size;
@@ -200,6 +237,14 @@ export class HostChannel {
     }
     return msg;
   }
+}
+
+/** The kinds of bad input a worker may report. */
+const INPUT_ERRORS = new Set<string>(['unserialisable', 'too_large', 'too_deep', 'forbidden_key']);
+
+/** A tool name as the host keeps it: cut at MAX_TOOL_NAME_CHARS, marked, so it names no tool. */
+export function capToolName(name: string): string {
+  return name.length <= MAX_TOOL_NAME_CHARS ? name : `${name.slice(0, MAX_TOOL_NAME_CHARS)}… (${name.length} characters)`;
 }
 
 /** Bounds on a call's input, as the host measures it. */
@@ -215,9 +260,9 @@ function refuseInput(msg: CallMessage, error: NonNullable<CallMessage['inputErro
   msg.inputError = error;
 }
 
-/** Bytes of a call message that are not its input (an estimate that errs low). */
-function envelopeBytes(msg: CallMessage): number {
-  return Buffer.byteLength(msg.name, 'utf8') + 96;
+/** Bytes of a call message that are not its input (an estimate that errs low), given the name it was sent with. */
+function envelopeBytes(name: string): number {
+  return Buffer.byteLength(name, 'utf8') + 96;
 }
 
 /**

@@ -105,6 +105,11 @@ export interface AgentPoolOptions {
 
 /** Where rollouts' agent workers run: threads of this process, or a sandbox process. */
 export interface AgentRunner {
+  /**
+   * True when agents run in threads of this process, and so share its file descriptors (which
+   * Node's permission model does not guard): the host then checks the files it writes meanwhile.
+   */
+  readonly inProcess?: boolean;
   /** A new link for one rollout: its `host` end goes to the HostChannel, the link to run(). */
   link(): Link;
   /** Starts what the first rollout will need (a sandbox process) now, in the background. */
@@ -128,6 +133,7 @@ export interface AgentRunner {
 
 /** Runs agents in isolated, single-use worker threads of this process. */
 export class AgentPool implements AgentRunner {
+  readonly inProcess = true;
   /**
    * Keyed by heap limit, by the environment the workers get and by what they may read (a worker's
    * `process.env` and permissions are fixed when it starts).
@@ -209,8 +215,17 @@ export class AgentPool implements AgentRunner {
         execArgv: permissionArgs(readable),
         recordTiming: false,
       });
-      // A worker that dies with no task (e.g. while warming) has no promise to reject.
-      pool.on('error', () => {});
+      // A worker that dies with no task (e.g. while warming) has no promise to reject. When none
+      // is left, piscina starts no more if they die as they start (it gives up on a pool whose
+      // workers fail to boot), and the rollouts waiting for one would wait for ever: the pool is
+      // dropped, which ends them (as crashed), and the next rollout makes a new one.
+      const made = pool;
+      made.on('error', () => {
+        if (made.threads.length === 0 && made.queueSize > 0 && this.#pools.get(key) === made) {
+          this.#pools.delete(key);
+          void made.destroy().catch(() => {});
+        }
+      });
       this.#pools.set(key, pool);
     }
     return pool;

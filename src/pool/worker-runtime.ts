@@ -12,6 +12,9 @@ import { captureOutput } from '../rollout/output.js';
 import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
 import { esModuleExports } from '../typescript.js';
 import type { AgentArgs, ToolResult } from '../types.js';
+import { closeProcessWide, processWideProblem } from './process-wide.js';
+
+export { closeProcessWide };
 
 type Send = (msg: WorkerMessage) => void;
 
@@ -22,6 +25,8 @@ const NEVER = new Promise<never>(() => {});
 
 /** Runs one agent to completion. In single-use mode the worker thread exits afterwards. */
 export async function runAgentTask(task: WorkerTask): Promise<void> {
+  // Done already while the worker warmed up (workers/agent.cts); a no-op then.
+  closeProcessWide();
   try {
     await runOnce(task);
   } catch (err) {
@@ -123,7 +128,7 @@ async function runAgent(
 ): Promise<void> {
   let agent: unknown;
   try {
-    const refused = guardProblem(task.guard);
+    const refused = processWideProblem() ?? guardProblem(task.guard);
     if (refused) throw Object.assign(new Error(refused), { code: 'agent_load_error' });
     const mod = (await importAgent(task.agentPath, !task.exitAfter)) as { default?: unknown };
     agent = mod.default;

@@ -10,7 +10,7 @@ import { prepareAgent, type PreparedAgent, type PreparedAgents } from '../pool/c
 import type { Guard } from '../pool/permissions.js';
 import { explainHidden } from '../sandbox/jail.js';
 import { describeError, SiloError } from '../errors.js';
-import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
+import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS, WORKER_GONE_MS, WORKER_START_MAX_MS, WORKER_START_MIN_MS } from '../options.js';
 import { LOG_BUDGET_NOTE, LogBudget } from './logs.js';
 import type { AgentOptions, ErrorInfo, Limits, Termination } from '../types.js';
 import { UsageTally, type Usage } from './usage.js';
@@ -101,6 +101,8 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   const guard = new LimitGuard(limits, (fired) => {
     trace.add({ type: 'limit_exceeded', limit: fired.limit, message: fired.reason });
     channel.abort(fired.reason);
+    // Also before the worker started (a cancel): the abort reaches the agent once it has, and it
+    // gets its grace period to return what it has.
     graceTimer = setTimeout(() => terminate.abort(fired.reason), limits.graceMs);
   });
   const calls = createCallPath(guard, opts.toolbox, trace);
@@ -120,6 +122,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     link.host,
     {
       call: (msg) => calls.handle(msg),
+      busy: (msg, waitingChars) => calls.busy(msg, waitingChars),
       log: (msg) => {
         const text = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}${TRUNCATED}` : msg.message;
         if (!keepLog(text.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return false;
@@ -138,7 +141,9 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
         exitReason ??= prepared.mapStack(reason).slice(0, EXIT_REASON_MAX_CHARS);
       },
       started: () => {
-        startedAt ??= performance.now();
+        if (startedAt !== undefined) return;
+        startedAt = performance.now();
+        clearTimeout(startTimer);
         guard.startClock();
       },
       usage: (msg) => {
@@ -157,7 +162,15 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   if (opts.signal?.aborted) onCancel();
   opts.signal?.addEventListener('abort', onCancel, { once: true });
 
-  const exit = opts.pool.run(
+  // From the moment the rollout asks for a worker, the worker has a limited time to start: one
+  // that never does (a pool whose workers die as they start, a sandbox that does not come up) ends
+  // the rollout all the same. The agent's own clock starts when it has (a sandbox booting for the
+  // first rollout, on a loaded machine, does not eat into the agent's time).
+  const startMs = workerStartMs(limits.timeoutMs);
+  const startTimer = setTimeout(() => {
+    if (startedAt === undefined) terminate.abort(`the agent's worker did not start within ${startMs} ms`);
+  }, startMs);
+  const run = opts.pool.run(
     {
       agentPath: prepared.modulePath,
       agentFile: opts.agentPath,
@@ -174,6 +187,9 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     prepared.readable,
     // A runner that cannot start the worker (a sandbox that failed to start) is a worker gone.
   ).catch((err: unknown): WorkerExit => ({ kind: 'exited', message: `the agent's worker could not start: ${describeError(err)}` }));
+  // Whatever the runner does, a terminated worker is gone for this rollout within a bound: one
+  // that never answers (a sandbox stuck as it starts) cannot hold the rollout, or an eval, forever.
+  const exit = Promise.race([run, goneAfterTerminate(run, terminate.signal)]);
 
   // Either the completion arrives, or the worker goes away first. In the second case, wait for
   // the port to drain and close: messages sent before the exit are still delivered.
@@ -188,6 +204,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   const exitInfo = await exit;
 
   guard.stop();
+  clearTimeout(startTimer);
   clearTimeout(graceTimer);
   opts.signal?.removeEventListener('abort', onCancel);
   // Calls taken before the end still finish, so the world is final before it is diffed.
@@ -207,6 +224,13 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   // (an error naming a file the jail hid says so, as the permission model would have)
   if (done) return { ...base, ...fromCompletion(done, fired, limits, trace, (text) => explainHidden(prepared.mapStack(text), prepared.readable)) };
 
+  // No completion, and no worker ever took the rollout: not the agent's doing (evals retry it).
+  if (startedAt === undefined && fired !== 'cancelled') {
+    const why = terminate.signal.aborted ? `within ${startMs} ms` : `(${exitInfo.message})`;
+    const error = { code: 'crashed', message: `the agent's worker never started ${why}` };
+    trace.add({ type: 'agent_threw', error });
+    return { ...base, termination: 'crashed', output: null, outputTruncated: false, error };
+  }
   // No completion: the worker was terminated after a limit, ran out of memory, or died.
   if (fired) return { ...base, termination: fired, output: null, outputTruncated: false };
   if (exitInfo.kind === 'out_of_memory') {
@@ -251,6 +275,38 @@ function fromCompletion(
     ...(outputError === undefined ? {} : { outputError }),
   });
   return { termination: (fired as AgentPhase['termination'] | undefined) ?? 'returned', output: captured.output, outputTruncated: truncated };
+}
+
+/**
+ * How long a worker may take to start, from the moment its rollout asks for it: the rollout's
+ * timeoutMs, but at least WORKER_START_MIN_MS (a sandbox boots in ~0.3 s, in ~2 s on a loaded
+ * machine, so a short time limit must not turn a slow start into a crash) and at most
+ * WORKER_START_MAX_MS (a worker that has not started by then will not).
+ */
+export function workerStartMs(timeoutMs: number): number {
+  return Math.min(Math.max(timeoutMs, WORKER_START_MIN_MS), WORKER_START_MAX_MS);
+}
+
+/**
+ * Resolves WORKER_GONE_MS after `terminate` fires if `run` has not settled by then: the runner has
+ * had time to end the worker (or, in the sandbox, the whole sandbox), so the worker is taken as
+ * gone. Its timer holds the process only while it waits for a runner that has not answered.
+ */
+function goneAfterTerminate(run: Promise<WorkerExit>, terminate: AbortSignal): Promise<WorkerExit> {
+  let settled = false;
+  let timer: NodeJS.Timeout | undefined;
+  return new Promise((resolve) => {
+    const wait = (): void => {
+      if (!settled) timer = setTimeout(() => resolve({ kind: 'exited', message: 'the worker did not end when it was terminated' }), WORKER_GONE_MS);
+    };
+    void run.then(() => {
+      settled = true;
+      clearTimeout(timer);
+      terminate.removeEventListener('abort', wait);
+    });
+    if (terminate.aborted) wait();
+    else terminate.addEventListener('abort', wait, { once: true });
+  });
 }
 
 /** The worker's report of an error, checked, with positions in the agent's own files (see source-map.ts). */

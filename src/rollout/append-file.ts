@@ -7,25 +7,51 @@
  * closed. The file is opened (created) in the background, so creating it is not on the rollout's
  * path; lines that come before it is open wait in memory.
  */
-import { closeSync, open, writeSync } from 'node:fs';
+import { createHash, type Hash } from 'node:crypto';
+import { closeSync, fstatSync, open, openSync, readFileSync, writeSync } from 'node:fs';
+
+/**
+ * Characters pending at which lines are written at once rather than at the end of the turn: a
+ * flood of large events in one turn (calls answered in microtasks) must neither pile up in
+ * memory nor be joined into a string longer than V8 allows ("Invalid string length").
+ */
+const FLUSH_CHARS = 1024 * 1024;
 
 export class AppendFile {
+  readonly #file: string;
   /** Lines not written yet. */
   #pending: string[] = [];
+  #pendingChars = 0;
   #fd: number | null = null;
   /** Set once the file cannot be opened or written (disk full): later lines are dropped. */
   #failed = false;
   #closed = false;
   #flushing: NodeJS.Immediate | null = null;
   readonly #opened: Promise<void>;
+  /** With `verify`: a hash of the bytes written, their count, and the file's size when opened. */
+  readonly #hash: Hash | null;
+  #written = 0;
+  #start = 0;
 
-  constructor(file: string) {
+  /**
+   * `verify`: close() tells whether the file holds exactly what was appended through this object.
+   * In thread mode an agent's thread shares the host's descriptors, and Node's permission model
+   * does not guard descriptors already open: it can write into this file. Opened for appending,
+   * it can only add bytes (or cut it short), never overwrite: its size and a hash of what was
+   * written show either.
+   */
+  constructor(file: string, { verify = false }: { verify?: boolean } = {}) {
+    this.#file = file;
+    this.#hash = verify ? createHash('sha1') : null;
     this.#opened = new Promise((resolve) => {
       open(file, 'a', (err, fd) => {
         if (err) {
-          this.#fail();
+          if (this.#fd === null) this.#fail();
+        } else if (this.#fd !== null) {
+          // Opened synchronously meanwhile (see append()).
+          closeQuietly(fd);
         } else {
-          this.#fd = fd;
+          this.#opening(fd);
           // Lines that came while it opened; once closing, close() writes them.
           if (!this.#closed) this.#flush();
         }
@@ -38,18 +64,61 @@ export class AppendFile {
   append(text: string): void {
     if (this.#failed || this.#closed) return;
     this.#pending.push(text);
+    this.#pendingChars += text.length;
+    if (this.#pendingChars >= FLUSH_CHARS) {
+      // Too much to keep waiting: written now (the file opened now if it is not yet).
+      if (this.#fd === null) this.#openNow();
+      this.#flush();
+      return;
+    }
     // Until the file is open, lines wait; opening it writes them.
     if (this.#fd !== null) this.#flushing ??= setImmediate(() => this.#flush());
   }
 
-  /** Writes what is pending and closes the file. Never rejects. */
-  async close(): Promise<void> {
-    if (this.#closed) return this.#opened;
+  #openNow(): void {
+    try {
+      this.#opening(openSync(this.#file, 'a'));
+    } catch {
+      this.#fail();
+    }
+  }
+
+  #opening(fd: number): void {
+    this.#fd = fd;
+    if (!this.#hash) return;
+    try {
+      this.#start = fstatSync(fd).size;
+    } catch {
+      this.#fail();
+    }
+  }
+
+  /**
+   * Writes what is pending and closes the file. Never rejects. Resolves false when lines were
+   * lost (the file could not be written) or, with `verify`, when the file does not hold exactly
+   * what was appended (see the constructor).
+   */
+  async close(): Promise<boolean> {
+    if (this.#closed) {
+      await this.#opened;
+      return !this.#failed;
+    }
     this.#closed = true;
     await this.#opened;
     this.#flush();
     if (this.#fd !== null) closeQuietly(this.#fd);
     this.#fd = null;
+    if (this.#failed) return false;
+    return this.#hash ? this.#intact(this.#hash) : true;
+  }
+
+  #intact(hash: Hash): boolean {
+    try {
+      const bytes = readFileSync(this.#file);
+      return bytes.length === this.#start + this.#written && createHash('sha1').update(bytes.subarray(this.#start)).digest('hex') === hash.digest('hex');
+    } catch {
+      return false;
+    }
   }
 
   #flush(): void {
@@ -58,9 +127,12 @@ export class AppendFile {
     if (this.#fd === null || this.#pending.length === 0) return;
     const text = this.#pending.length === 1 ? this.#pending[0]! : this.#pending.join('');
     this.#pending = [];
+    this.#pendingChars = 0;
     try {
       const bytes = Buffer.from(text, 'utf8');
       for (let at = 0; at < bytes.length; ) at += writeSync(this.#fd, bytes, at);
+      this.#hash?.update(bytes);
+      this.#written += bytes.length;
     } catch {
       // A write error (disk full) must not crash the host; the run goes on without this file.
       this.#fail();
@@ -70,6 +142,7 @@ export class AppendFile {
   #fail(): void {
     this.#failed = true;
     this.#pending = [];
+    this.#pendingChars = 0;
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { CallMessage } from '../pool/channel.js';
+import { CALLS_WAITING_MAX_CHARS } from '../options.js';
 import type { StateChange, ToolResult } from '../types.js';
 import type { Change } from './diff.js';
 import type { LimitGuard } from './limits.js';
@@ -13,6 +14,11 @@ import { round, type Trace } from './trace.js';
 
 export interface CallPath {
   handle(msg: CallMessage): Promise<ToolResult>;
+  /**
+   * A call that came while too much was already waiting for the host (CALLS_WAITING_MAX_CHARS):
+   * refused unrun and counted; the first is recorded.
+   */
+  busy(msg: CallMessage, waitingChars: number): ToolResult;
   /** Sum of the durations of calls that ran, ms. */
   readonly toolTimeMs: number;
 }
@@ -22,6 +28,7 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
   const { tracker } = toolbox;
   let callId = 0;
   let refusalRecorded = false;
+  let busyRecorded = false;
   let toolTimeMs = 0;
 
   const record = (name: string, input: unknown, result: ToolResult, durationMs: number): void => {
@@ -33,6 +40,14 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
   return {
     get toolTimeMs() {
       return round(toolTimeMs);
+    },
+    busy(msg, waitingChars) {
+      guard.refusedCalls++;
+      const message = `call refused: ${waitingChars} characters of this agent's calls were already waiting for their turn (the host keeps at most ${CALLS_WAITING_MAX_CHARS}); wait for results before sending more`;
+      const result: ToolResult = { ok: false, error: { code: 'limit_exceeded', message, limit: 'callsWaiting' } };
+      if (!busyRecorded) record(msg.name, { omitted: 'not kept: too many calls were waiting' }, result, 0);
+      busyRecorded = true;
+      return result;
     },
     async handle(msg) {
       // Set by the worker or, for inputs it did not measure honestly, by the host's channel.

@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { dirname, resolve } from 'node:path';
 import { randomInt } from 'node:crypto';
 import { newId } from '../ids.js';
+import { thisProcess } from '../owner.js';
 import { SiloError, toErrorInfo } from '../errors.js';
 import { DEFAULT_OUT_DIR, resolveLimits, resolveSeed } from '../options.js';
 import { SILO_VERSION } from '../paths.js';
@@ -108,9 +109,12 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     silo: SILO_VERSION,
     node: process.versions.node,
     worldHash: null,
+    owner: thisProcess(),
   };
   await artifacts.create(record);
-  const trace = new Trace(artifacts.traceFile, t0);
+  const pool = options.drive ? undefined : (options.pool ?? sharedPool(options.isolation));
+  // An agent in a thread of this process can write into the trace's descriptor: checked on close.
+  const trace = new Trace(artifacts.traceFile, t0, { verify: pool?.inProcess === true });
   trace.add({ type: 'run_started', taskId: task.id, agent: options.agent, seed });
 
   let world: World | undefined;
@@ -128,7 +132,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     const drive: AgentDriver =
       options.drive ??
       ((o) =>
-        runAgent({ ...o, pool: options.pool ?? sharedPool(options.isolation), agentPath: agent!.path, agentOptions: agent!.options, env, guard, prepared: options.preparedAgents }));
+        runAgent({ ...o, pool: pool!, agentPath: agent!.path, agentOptions: agent!.options, env, guard, prepared: options.preparedAgents }));
     phase = await drive({ instruction: task.instruction, toolbox, limits, trace, signal: options.signal });
     if (phase.termination !== 'load_error' && phase.termination !== 'cancelled') {
       // 7. The diff. 8. The grade (also after a timeout or crash: the world as the agent left it).

@@ -12,6 +12,13 @@ import { FrameReader, FrameWriter, KEY_BYTES, TO_HOST, TO_SANDBOX, type Incoming
 import type { HostMessage } from '../protocol.js';
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
 
+// No diagnostic reports from this process, whatever an agent provokes (a fatal error, a signal):
+// they would be files written where no agent may write. (Workers cannot change this; see
+// src/pool/process-wide.ts.)
+process.report.reportOnFatalError = false;
+process.report.reportOnSignal = false;
+process.report.reportOnUncaughtException = false;
+
 /** The link is broken (bytes missing or not from the host): nothing here can be trusted to go on. */
 function broken(reason: string): never {
   process.stderr.write(`silo sandbox: the link to the host broke (${reason})\n`);

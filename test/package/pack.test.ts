@@ -150,11 +150,11 @@ for (const type of ['module', 'commonjs'] as const) {
       expect(tools.code, tools.stderr).toBe(0);
       expect((JSON.parse(tools.stdout) as { tools: { name: string }[] }[])[0]!.tools.map((t) => t.name)).toEqual(['list_orders', 'get_order', 'refund_order']);
 
-      writeFileSync(
-        join(dir, 'evals', 'agents', 'plain.mjs'),
-        "export default async function agent({ callTool }) {\n  const found = await callTool('list_orders', { status: 'pending' });\n  return `${found.value.length} orders are pending`;\n}\n",
-      );
-      for (const agent of ['evals/agents/solver.ts', 'evals/agents/plain.mjs']) {
+      const body = "async function agent({ callTool }) {\n  const found = await callTool('list_orders', { status: 'pending' });\n  return `${found.value.length} orders are pending`;\n}\n";
+      writeFileSync(join(dir, 'evals', 'agents', 'plain.mjs'), `export default ${body}`);
+      // A .js agent in the project's own module type.
+      writeFileSync(join(dir, 'evals', 'agents', 'plain.js'), type === 'module' ? `export default ${body}` : `module.exports = ${body}`);
+      for (const agent of ['evals/agents/solver.ts', 'evals/agents/plain.mjs', 'evals/agents/plain.js']) {
         const run = await silo(dir, 'run', 'evals/tasks.ts', '--agent', agent, '--task', 'shop/count-pending', '--json');
         expect(run.code, run.stdout + run.stderr).toBe(0);
         expect((JSON.parse(run.stdout) as { status: string }[])[0]!.status).toBe('passed');
@@ -169,6 +169,25 @@ for (const type of ['module', 'commonjs'] as const) {
       const report = await silo(dir, 'report');
       expect(report.code, report.stderr).toBe(0);
       expect(readFileSync(report.stdout.trim(), 'utf8')).toContain('shop/refund-latest');
+    }, 4 * COMMAND_MS);
+
+    it.runIf(type === 'module')('every command answers --help; silo merge joins the shards of an eval', async () => {
+      const help = await silo(dir, '--help');
+      expect(help.code).toBe(0);
+      const commands = [...help.stdout.matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1]!).filter((c) => c !== 'help');
+      expect(commands).toEqual(expect.arrayContaining(['init', 'run', 'eval', 'show', 'report', 'tools', 'check', 'ls', 'serve', 'merge', 'worker']));
+      for (const command of commands) {
+        const ran = await silo(dir, command, '--help');
+        expect(ran.code, command).toBe(0);
+        expect(ran.stdout, command).toContain(`Usage: silo ${command}`);
+      }
+      for (const shard of ['1/2', '2/2']) {
+        const ran = await silo(dir, 'eval', 'evals', '--agent', 'evals/agents/solver.ts', '--shard', shard, '--eval-id', 'sharded', '--out', `shard-${shard[0]}`);
+        expect(ran.code, ran.stderr).toBe(0);
+      }
+      const merged = await silo(dir, 'merge', 'shard-1', 'shard-2', '--out', 'merged', '--reporter', 'json');
+      expect(merged.code, merged.stderr).toBe(0);
+      expect((JSON.parse(merged.stdout) as { totals: { runs: number } }).totals.runs).toBe(3);
     }, 4 * COMMAND_MS);
 
     it(`the API works from ${type === 'module' ? 'import' : 'require'}: loadTasks and runEval`, async () => {

@@ -4,6 +4,7 @@ import { PortLink } from '../../src/pool/ends.js';
 import { HostChannel, nestingDepth, type CallMessage, type ChannelHandlers, type InputCaps } from '../../src/pool/channel.js';
 import { BRAND, type HostMessage } from '../../src/protocol.js';
 import type { ToolResult } from '../../src/types.js';
+import { AGENT_NOTE_MAX_CHARS, CALLS_WAITING_MAX_CHARS, MAX_TOOL_NAME_CHARS } from '../../src/options.js';
 
 const open: { channel: HostChannel; link: PortLink }[] = [];
 
@@ -22,6 +23,7 @@ function setup(
 ) {
   const handlers = {
     call: vi.fn(call),
+    busy: vi.fn((_msg: CallMessage, _waitingChars: number): ToolResult => ({ ok: false, error: { code: 'limit_exceeded', message: 'busy' } })),
     log: vi.fn(),
     started: vi.fn(),
     usage: vi.fn(),
@@ -261,6 +263,60 @@ describe('HostChannel', () => {
     expect(first).not.toHaveProperty('input');
     expect(second?.inputError).toBeUndefined();
     expect(third?.inputError).toBeUndefined();
+  });
+
+  describe('caps every field an agent sends where it is parsed', () => {
+    it('cuts a tool name over MAX_TOOL_NAME_CHARS (so it names no tool), keeping its length', async () => {
+      const { port, handlers } = setup(undefined, 10_000_000);
+      send(port, { ...callMsg(1), name: 'n'.repeat(1_000_000) });
+      send(port, { ...callMsg(2), name: 'x'.repeat(MAX_TOOL_NAME_CHARS) });
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(2), { timeout: 2_000, interval: 5 });
+      const [long, exact] = handlers.call.mock.calls.map(([msg]) => msg);
+      expect(long?.name).toBe(`${'n'.repeat(MAX_TOOL_NAME_CHARS)}… (1000000 characters)`);
+      expect(long?.input).toEqual({ n: 1 });
+      expect(exact?.name).toBe('x'.repeat(MAX_TOOL_NAME_CHARS));
+    });
+
+    it("keeps a worker's account of a bad input short and of a known kind, and never an input beside it", async () => {
+      const { port, handlers } = setup(undefined, 10_000_000);
+      send(port, { ...callMsg(1), inputError: { kind: 'too_deep', message: 'm'.repeat(100_000) } });
+      send(port, { ...callMsg(2), inputError: { kind: 'x'.repeat(10_000), message: { toString: 1 } }, inputBytes: 'lots' });
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(2), { timeout: 2_000, interval: 5 });
+      const [first, second] = handlers.call.mock.calls.map(([msg]) => msg);
+      expect(first).not.toHaveProperty('input');
+      expect(first?.inputError).toEqual({ kind: 'too_deep', message: 'm'.repeat(AGENT_NOTE_MAX_CHARS) });
+      expect(second?.inputError).toEqual({ kind: 'unserialisable', message: 'the input could not be sent' });
+      expect(second?.inputBytes).toBe(0);
+    });
+
+    it("drops a log's stream unless it is stdout or stderr, and cuts a completion's outputError", async () => {
+      const { port, handlers, channel } = setup(undefined, 10_000_000);
+      send(port, { type: 'log', message: 'a', stream: 's'.repeat(100_000) });
+      send(port, { type: 'log', message: 'b', stream: 'stderr' });
+      send(port, { ...doneMsg, outputError: 'e'.repeat(100_000) });
+      const done = await channel.done;
+      const logs = handlers.log.mock.calls.map(([msg]) => msg as { message: string; stream?: string });
+      expect(logs).toEqual([{ brand: BRAND, type: 'log', message: 'a' }, { brand: BRAND, type: 'log', message: 'b', stream: 'stderr' }]);
+      expect(done?.outputError).toBe('e'.repeat(AGENT_NOTE_MAX_CHARS));
+    });
+
+    it('answers at once, unrun, a call that comes while more than CALLS_WAITING_MAX_CHARS of calls wait', async () => {
+      const gate = deferred();
+      const { port, handlers, results } = setup((msg) => (msg.id === 1 ? gate.promise : { ok: true, value: msg.id }), 10_000_000);
+      const big = 'b'.repeat(Math.ceil(CALLS_WAITING_MAX_CHARS / 3));
+      // The first waits on the gate; the next two fit beside it; the fourth does not.
+      for (let id = 1; id <= 4; id++) send(port, callMsg(id, { big }));
+      await vi.waitFor(() => expect(handlers.busy).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+      expect(handlers.busy.mock.calls[0]?.[0]).toMatchObject({ id: 4 });
+      expect(handlers.busy.mock.calls[0]?.[0]).not.toHaveProperty('input');
+      expect(results.map((r) => r.id)).toEqual([4]);
+      gate.resolve({ ok: true, value: 1 });
+      await vi.waitFor(() => expect(results).toHaveLength(4), { timeout: 2_000, interval: 5 });
+      expect(handlers.call).toHaveBeenCalledTimes(3);
+      // Once they have run, there is room again.
+      send(port, callMsg(5, { big }));
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(4), { timeout: 2_000, interval: 5 });
+    });
   });
 });
 

@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppendFile } from '../../src/rollout/append-file.js';
 import { toJsonLine, Trace } from '../../src/rollout/trace.js';
 import { tempDir } from '../helpers.js';
+import { AGENT_NOTE_MAX_CHARS } from '../../src/options.js';
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** Until the background open (a thread-pool round trip) has completed and its lines are written. */
@@ -37,6 +38,40 @@ describe('AppendFile', () => {
     await lines.close();
   });
 
+  it('writes at once, in pieces, what piles up within one turn (never one string too long to make)', async () => {
+    const file = join(temp.dir, 'lines.jsonl');
+    const lines = new AppendFile(file);
+    const line = `${'x'.repeat(600 * 1024)}\n`;
+    // Synchronously, before the background open has even completed.
+    for (let i = 0; i < 4; i++) lines.append(line);
+    expect(readFileSync(file, 'utf8').length).toBeGreaterThanOrEqual(2 * line.length);
+    await lines.close();
+    expect(readFileSync(file, 'utf8')).toBe(line.repeat(4));
+  });
+
+  it('with verify, tells whether the file holds exactly what it appended', async () => {
+    const intact = new AppendFile(join(temp.dir, 'intact.jsonl'), { verify: true });
+    intact.append('one\n');
+    await nextTurn();
+    intact.append('two\n');
+    await expect(intact.close()).resolves.toBe(true);
+    // Someone else appends to it meanwhile (an agent thread writing to the host's descriptor).
+    const file = join(temp.dir, 'forged.jsonl');
+    const forged = new AppendFile(file, { verify: true });
+    forged.append('one\n');
+    await until(() => existsSync(file) && readFileSync(file, 'utf8') === 'one\n');
+    appendFileSync(file, 'forged\n');
+    forged.append('two\n');
+    await expect(forged.close()).resolves.toBe(false);
+    // Or cuts it and writes as much back.
+    const cut = join(temp.dir, 'cut.jsonl');
+    const truncated = new AppendFile(cut, { verify: true });
+    truncated.append('abcd\n');
+    await until(() => existsSync(cut) && readFileSync(cut, 'utf8') === 'abcd\n');
+    writeFileSync(cut, 'wxyz\n');
+    await expect(truncated.close()).resolves.toBe(false);
+  });
+
   it('appends to a file that exists', async () => {
     const file = join(temp.dir, 'lines.jsonl');
     const first = new AppendFile(file);
@@ -58,10 +93,10 @@ describe('AppendFile', () => {
     expect(readFileSync(file, 'utf8')).toBe('kept\n');
   });
 
-  it('never throws or rejects when the file cannot be opened', async () => {
+  it('never throws or rejects when the file cannot be opened, and says the lines were lost', async () => {
     const lines = new AppendFile(join(temp.dir, 'no-such-folder', 'lines.jsonl'));
     lines.append('lost\n');
-    await expect(lines.close()).resolves.toBeUndefined();
+    await expect(lines.close()).resolves.toBe(false);
     lines.append('also lost\n');
   });
 
@@ -88,6 +123,40 @@ describe('Trace', () => {
     const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as unknown);
     expect(lines).toEqual(trace.events);
     expect(trace.events.map((e) => e.seq)).toEqual([0, 1]);
+  });
+});
+
+describe('the trace kept in memory', () => {
+  let temp: ReturnType<typeof tempDir>;
+  beforeEach(() => (temp = tempDir('silo-trace-')));
+  afterEach(() => temp.remove());
+
+  it('keeps events past its budget without their large parts, and writes them whole to its file', async () => {
+    const file = join(temp.dir, 'trace.jsonl');
+    const trace = new Trace(file, undefined, { memoryChars: 10_000 });
+    const input = { text: 'i'.repeat(8_000) };
+    trace.add({ type: 'tool_call', callId: 1, name: 'tool', input });
+    trace.add({ type: 'tool_call', callId: 2, name: 'tool', input });
+    trace.add({ type: 'tool_call', callId: 3, name: 'tool', input: { small: true } });
+    trace.add({ type: 'tool_call', callId: 4, name: 'tool', input });
+    const changes = [{ kind: 'E' as const, path: ['a', 0], lhs: 'l'.repeat(5_000), rhs: 'r' }];
+    trace.add({ type: 'tool_result', callId: 4, durationMs: 1, ok: false, error: { code: 'tool_error', message: 'm'.repeat(5_000) }, changes });
+    trace.add({ type: 'agent_log', message: 'g'.repeat(5_000), data: { d: 'd'.repeat(5_000) } });
+    await trace.close();
+    const [first, second, third, fourth, result, log] = trace.events as any[];
+    expect(first.input).toBe(input);
+    // Past the budget: a note with the size and a hash, equal for equal inputs.
+    expect(second.input).toEqual({ omitted: expect.stringMatching(/^8011 characters of JSON, in trace.jsonl only \(this run's trace passed the 10000 characters kept in memory\)$/), sha1: expect.any(String) });
+    expect(fourth.input).toEqual(second.input);
+    expect(third.input).toEqual({ small: true });
+    expect(result.error.message).toHaveLength(AGENT_NOTE_MAX_CHARS);
+    expect(result.changes).toEqual([{ kind: 'E', path: ['a', 0] }]);
+    expect(log.message).toHaveLength(AGENT_NOTE_MAX_CHARS);
+    expect(log.data).toMatchObject({ omitted: expect.any(String) });
+    // The file has every event whole.
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { input?: unknown });
+    expect(lines[1]?.input).toEqual(input);
+    expect(lines.map((l) => (l as { seq: number }).seq)).toEqual([0, 1, 2, 3, 4, 5]);
   });
 });
 
