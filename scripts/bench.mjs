@@ -4,6 +4,10 @@
 //                 and through the sandbox process (the default isolation) vs the same hops without
 //                 Silo (a worker in a child process, relayed by its main thread over a socket)
 //   rollout       a bare Worker start+exit vs a whole Silo rollout of a trivial agent (and reuse mode)
+//   sandbox       each level of the sandbox process (bubblewrap's jail, namespaces only, a plain
+//                 process) against a bare Node process start: a new sandbox's first rollout, rollouts
+//                 in a running one, a tool call; the jail's cost is its numbers minus unshare's
+//                 (scripts/lib/bench-sandbox.mjs, which also runs alone)
 //   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured
 //                 wall; and the same agents without Silo, a Worker each and in reused threads
 //   worldScaling  worlds of ~10 KB, 1 MB, 10 MB where the agent changes two records: one
@@ -25,6 +29,7 @@ import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
 import { AgentPool, agentsPerReusedWorker } from '../dist/src/pool/pool.js';
 import { bareThreads, bareWorkers } from './lib/bare-concurrency.mjs';
 import { SandboxPool } from '../dist/src/sandbox/pool.js';
+import { benchSandboxLevels, describeSandboxLevels } from './lib/bench-sandbox.mjs';
 import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.js';
 import { bindTools } from '../dist/src/rollout/tools.js';
 
@@ -192,7 +197,9 @@ const sandbox = new SandboxPool({ maxThreads: 4 });
 const perCall = async (runner) => {
   const samples = [];
   for (let i = 0; i < 5; i++) {
-    const r = await runRollout({ task: bench.get('bench/calls-1000'), agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool: runner, seed: 1 });
+    // Past 500 calls (maxToolCalls) the agent's calls are refused; a grace period long enough for
+    // it to make them all and return, even on a loaded machine.
+    const r = await runRollout({ task: bench.get('bench/calls-1000'), agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool: runner, seed: 1, limits: { graceMs: 30_000 } });
     if (r.status !== 'passed') throw new Error(`bench rollout failed: ${JSON.stringify(r)}`);
     const run = JSON.parse(readFileSync(join(r.runDir, 'run.json'), 'utf8'));
     samples.push(((run.agentTimeMs + run.toolTimeMs) / CALLS) * 1000);
@@ -227,6 +234,10 @@ const reusePool = new AgentPool({ maxThreads: 1, reuse: true });
 await timeRollouts(5, reusePool);
 const reuseMs = await timeRollouts(40, reusePool);
 await reusePool.destroy();
+
+// sandbox
+log('sandbox levels …');
+const sandboxLevels = await benchSandboxLevels({ out: mkdtempSync(join(out, 'sandbox-')) });
 
 // concurrency
 log('concurrency (256 rollouts × 5 × 200 ms) …');
@@ -372,6 +383,7 @@ const result = {
     reuseMs: round(reuseMs, 2),
     sandboxMs: round(sandboxMs, 2),
   },
+  sandboxLevels,
   concurrency: {
     rollouts: ROLLOUTS,
     idealMs,
@@ -396,6 +408,7 @@ if (json) {
   console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5)`);
   console.log(`              through the sandbox process ${r.toolCall.sandboxUs} µs · the same hops without Silo ${r.toolCall.bareProcessRttUs} µs · ratio ${r.toolCall.sandboxRatio}`);
   console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms`);
+  console.log(describeSandboxLevels(r.sandboxLevels));
   console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
   console.log(`              without Silo: a Worker per agent ${r.concurrency.bareWorkersMs} ms (Silo's default ${round(r.concurrency.wallMs / r.concurrency.bareWorkersMs, 2)}× that) · reused threads, a fresh module instance per agent ${r.concurrency.bareThreadsMs} ms (--reuse-workers ${round(r.concurrency.reuseWallMs / r.concurrency.bareThreadsMs, 2)}× that)`);
   for (const w of r.worldScaling) {

@@ -49,7 +49,7 @@ export function describeError(err: unknown): string {
 }
 
 /** What an agent's worker may not do, by the permission Node names, and what to do about it. */
-const PERMISSION_ADVICE: Record<string, string> = {
+export const PERMISSION_ADVICE: Record<string, string> = {
   FileSystemRead: "an agent may read only its own folder and its node_modules: move the file into the agent's folder (or into a package)",
   FileSystemWrite: 'an agent may not write files: keep what it makes in memory',
   WorkerThreads: 'an agent may not start worker threads (a logger or a pool that starts one, say): turn that off',

@@ -281,6 +281,12 @@ export interface RunRecord {
   /** ISO time of the last `silo regrade` of this run (its earlier results are kept as `result.<n>.json`). */
   regradedAt?: string;
   /**
+   * How the agent's worker was isolated, once it ran: in a sandbox process jailed by bubblewrap
+   * (`bwrap`), in a sandbox process with Linux namespaces only (`unshare`), in a plain sandbox
+   * process (`process`), or in a thread of the host (`thread`). SECURITY.md says what each holds.
+   */
+  isolation?: 'bwrap' | 'unshare' | 'process' | 'thread';
+  /**
    * The process that runs it: a run still `running` whose owner is gone (killed, out of memory)
    * is reported as crashed by `silo ls` and `silo show` (see src/owner.ts).
    */

@@ -44,7 +44,7 @@ export function agentOptionsFromFlags(flags: { maxTurns?: number }): AgentOption
 
 /** The help text of `--isolation`. */
 export const ISOLATION_HELP =
-  'where agent workers live: process (a sandbox process the host outlives, with its own namespaces where Linux allows) or thread (in this process: trusted agents only, less overhead; ' +
+  'where agent workers live: process (a sandbox process the host outlives: a bubblewrap jail, or namespaces only, as the machine allows; SILO_SANDBOX=bwrap|unshare|process forces one) or thread (in this process: trusted agents only, less overhead; ' +
   "an agent there can abort this process with an allocation V8 cannot survive, and read, write or close any descriptor it has open: forge lines of this command's output (--json included) " +
   "and of the eval's runs.jsonl, take bytes off its sockets; a trace.jsonl it writes into is written again from what Silo recorded; see SECURITY.md)";
 

@@ -37,7 +37,9 @@ export function registerServe(program: Command): void {
         '.silo/runs/<runId>/ like any run. Over stdio, stdout carries MCP only: messages go to stderr.\n' +
         'Exit codes: 0 passed, 1 failed or error, 2 usage or set-up error, 130 cancelled.\n' +
         'Examples:\n  silo serve fixtures/helpdesk/tasks.ts --task helpdesk/close-ticket\n' +
-        '  silo serve fixtures/helpdesk/tasks.ts --task helpdesk/close-ticket --http 8765   # then connect to http://127.0.0.1:8765/mcp',
+        '  silo serve fixtures/helpdesk/tasks.ts --task helpdesk/close-ticket --http 8765   # then connect to the URL it prints\n' +
+        'Over HTTP, every request needs the token in the URL printed (http://127.0.0.1:<port>/mcp?token=...),\n' +
+        'or as an Authorization: Bearer <token> header; others get 401 (any local process can reach the port).',
     )
     .action(async (taskFile: string, flags: ServeFlags) => {
       process.exitCode = await serveCommand(taskFile, flags);

@@ -10,6 +10,7 @@ import { WORKER_ENTRY } from '../paths.js';
 import { PortLink, type Link } from './ends.js';
 import { permissionArgs } from './permissions.js';
 import { SandboxPool } from '../sandbox/pool.js';
+import type { SandboxLevel } from '../sandbox/jail.js';
 import { SiloError } from '../errors.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
 
@@ -74,11 +75,18 @@ function tasksOn(worker: PoolWorker): number {
   return Infinity;
 }
 
-/** How a worker's task ended, from the pool's point of view. */
-export type WorkerExit =
+/** How a worker's task ended, from the pool's point of view, and how the worker was isolated. */
+export type WorkerExit = (
   | { kind: 'exited'; message: string }
   | { kind: 'out_of_memory'; message: string }
-  | { kind: 'terminated'; message: string };
+  | { kind: 'terminated'; message: string }
+) & { isolation?: Isolated };
+
+/**
+ * How an agent's worker was isolated: a thread of the host, or a sandbox process confined by
+ * bubblewrap, by namespaces (unshare), or not at all (see src/sandbox/jail.ts).
+ */
+export type Isolated = 'thread' | SandboxLevel;
 
 export interface AgentPoolOptions {
   /** Most agent workers alive at once (running rollouts). */
@@ -170,13 +178,13 @@ export class AgentPool implements AgentRunner {
     const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
     try {
       await this.#pool(memoryMb, env, readable).run(message, { transferList: [port], signal: terminate });
-      return { kind: 'exited', message: 'the worker finished its task' };
+      return { kind: 'exited', message: 'the worker finished its task', isolation: 'thread' };
     } catch (err) {
       const e = err as { code?: unknown; name?: unknown; message?: unknown };
       const text = String(e.message ?? err);
-      if (e.code === 'ERR_WORKER_OUT_OF_MEMORY') return { kind: 'out_of_memory', message: text };
-      if (e.name === 'AbortError') return { kind: 'terminated', message: text };
-      return { kind: 'exited', message: text };
+      if (e.code === 'ERR_WORKER_OUT_OF_MEMORY') return { kind: 'out_of_memory', message: text, isolation: 'thread' };
+      if (e.name === 'AbortError') return { kind: 'terminated', message: text, isolation: 'thread' };
+      return { kind: 'exited', message: text, isolation: 'thread' };
     }
   }
 

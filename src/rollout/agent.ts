@@ -8,6 +8,7 @@ import { HostChannel, type DoneMessage } from '../pool/channel.js';
 import type { AgentRunner, WorkerExit } from '../pool/pool.js';
 import { prepareAgent, type PreparedAgent, type PreparedAgents } from '../pool/compile.js';
 import type { Guard } from '../pool/permissions.js';
+import { explainHidden } from '../sandbox/jail.js';
 import { describeError, SiloError } from '../errors.js';
 import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS, WORKER_GONE_MS, WORKER_START_MAX_MS, WORKER_START_MIN_MS } from '../options.js';
 import { LOG_BUDGET_NOTE, LogBudget } from './logs.js';
@@ -75,6 +76,8 @@ export interface AgentPhase {
   agentMs: number;
   /** Model usage the agent reported, if it reported any. */
   usage?: Usage | undefined;
+  /** How the agent's worker was isolated (the runner says), when it ran. */
+  isolation?: WorkerExit['isolation'];
 }
 
 /** Steps 4–6: runs the agent once in a worker of its own, under its limits, and takes its output. */
@@ -214,10 +217,12 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     toolTimeMs: calls.toolTimeMs,
     agentMs: round(endedAt - (startedAt ?? endedAt)),
     usage: usage.total,
+    ...(exitInfo.isolation ? { isolation: exitInfo.isolation } : {}),
   };
   const fired = guard.fired?.termination;
 
-  if (done) return { ...base, ...fromCompletion(done, fired, limits, trace, prepared.mapStack) };
+  // (an error naming a file the jail hid says so, as the permission model would have)
+  if (done) return { ...base, ...fromCompletion(done, fired, limits, trace, (text) => explainHidden(prepared.mapStack(text), prepared.readable)) };
 
   // No completion, and no worker ever took the rollout: not the agent's doing (evals retry it).
   if (startedAt === undefined && fired !== 'cancelled') {

@@ -186,6 +186,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     refusedCalls: phase?.refusedCalls ?? 0,
     ...(world ? { tracking: world.tracking } : {}),
     ...(phase?.usage ? { usage: phase.usage } : {}),
+    ...(phase?.isolation ? { isolation: phase.isolation } : {}),
   });
   const diagnosis =
     status === 'error' && !graded ? [] : diagnose({ trace: trace.events, changes, checks, output, termination, status, task });

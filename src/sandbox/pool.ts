@@ -1,24 +1,33 @@
 /**
  * The sandbox: agent workers live in a child process, so the host survives anything an agent
  * does to its process (a signal, an allocation that aborts it, a system call that never returns).
- * The child starts with an empty environment and an empty working folder, inside new user and pid
- * namespaces where Linux allows (an agent then cannot even see the host's process), and a new
- * network namespace (no network) if asked. The host relays each rollout's port over the child's
+ * The child starts with an empty environment and an empty working folder, confined as tightly as
+ * this machine allows (jail.ts): in a bubblewrap filesystem jail that holds only what its agents'
+ * workers may read, or in user and pid namespaces only, or as a plain process; and in a network
+ * namespace of its own (no network) if asked. The host relays each rollout's port over the child's
  * sealed link (link.ts) and keeps the world, the tools and the artifacts. A child that dies ends its
  * rollouts as crashed (their worlds are still graded); the next rollout starts a new one. A
  * worker that does not end after its grace period gets its whole sandbox killed (SIGKILL).
+ *
+ * A jail's mounts are fixed when it starts, so each set of read permissions (in practice, each
+ * agent) gets a sandbox of its own, started by its first rollout: an eval's rollouts share one.
+ * Idle sandboxes are kept for their agents' next rollouts, the least recently used ended first
+ * past IDLE_SANDBOXES.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import type { Writable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { PACKAGE_ROOT } from '../paths.js';
 import { MESSAGE_ENVELOPE_BYTES, SANDBOX_KILL_MS } from '../options.js';
+import { SiloError } from '../errors.js';
 import { RelayLink, type Link } from '../pool/ends.js';
 import type { AgentRunner, WorkerExit } from '../pool/pool.js';
 import type { WorkerTask } from '../protocol.js';
+import { launch, mountKey, SANDBOX_CHOICES, unavailable, type SandboxChoice, type SandboxLevel } from './jail.js';
 import { FrameReader, FrameWriter, newKey, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
 
@@ -35,14 +44,22 @@ const PING_MS = 1_000;
 const SILENCE_MS = 10_000;
 /** The smallest cap on a frame from the sandbox, bytes (its control messages are far smaller). */
 const MIN_FRAME_BYTES = 64 * 1024;
+/** Sandboxes with no rollouts kept for later rollouts of their agents (jailed sandboxes: one per agent). */
+const IDLE_SANDBOXES = 3;
 
 /** Options of a sandbox. */
 export interface SandboxOptions extends SandboxPoolOptions {
   /** Give the agents no network (a network namespace of their own). Default: the network is open. */
   noNetwork?: boolean;
-  /** Told once when Linux namespaces are not available here. Default: a line on stderr. */
+  /** Told once when the sandbox cannot be confined as tightly as Silo would. Default: a line on stderr. */
   warn?: (message: string) => void;
-  /** Use Linux namespaces: `auto` (default) where `unshare` works, or never. */
+  /**
+   * How the sandbox is confined (jail.ts): `auto`, the strongest level this machine allows
+   * (`bwrap`, else `unshare`, else `process`, saying so once), or one level, which fails the
+   * rollouts where it is not available. Default: `SILO_SANDBOX` from the environment, or `auto`.
+   */
+  sandbox?: SandboxChoice;
+  /** `never`: the same as `sandbox: 'process'` (kept for older callers). */
   namespaces?: 'auto' | 'never';
   /** How long a sandbox with rollouts may send nothing before it is ended, ms. Default 10 000. */
   silenceMs?: number;
@@ -60,24 +77,46 @@ interface Run {
 interface Sandbox {
   child: ChildProcess;
   writer: FrameWriter;
+  /** Its mount set (mountKey): the rollouts it can run. */
+  key: string;
+  /** Settles when the sandbox is ready for rollouts (or failed to start). */
+  ready: Promise<void>;
+  /** Rollouts waiting for it to start. */
+  waiting: number;
+  /** When a rollout last asked for it (for ending the least recently used). */
+  usedAt: number;
   /** Why the host ended it, when it did (bytes on the link that did not open). */
   ended?: string;
 }
 
-/** Runs agent workers in a sandbox process, started when first needed and again after it dies. */
+/** What was said on stderr already (by any pool of this process): each thing once. */
+const said = new Set<string>();
+
+/** Runs agent workers in sandbox processes, each started when first needed and again after it dies. */
 export class SandboxPool implements AgentRunner {
   readonly #options: SandboxOptions;
-  #child: ChildProcess | null = null;
+  readonly #choice: SandboxChoice;
+  /** The level this pool's sandboxes run at, once the first one started. */
+  #level: SandboxLevel | undefined;
+  /** The live sandbox of each mount set. */
+  readonly #sandboxes = new Map<string, Sandbox>();
+  /** The sandbox most recently started or handed a rollout. */
+  #latest: ChildProcess | null = null;
   readonly #links = new WeakMap<ChildProcess, Sandbox>();
-  #ready: Promise<void> | null = null;
   readonly #runs = new Map<number, Run>();
   #nextId = 1;
-  #waiting = 0;
+  #started = 0;
   #destroyed = false;
   readonly #stderr = new WeakMap<ChildProcess, () => string>();
 
   constructor(options: SandboxOptions = {}) {
     this.#options = options;
+    const fromEnv = process.env.SILO_SANDBOX || undefined;
+    const choice: string = options.sandbox ?? (options.namespaces === 'never' ? 'process' : (fromEnv ?? 'auto'));
+    if (!(SANDBOX_CHOICES as readonly string[]).includes(choice)) {
+      throw new SiloError('SILO_USAGE', `${options.sandbox === undefined ? 'SILO_SANDBOX' : 'sandbox'}: expected ${SANDBOX_CHOICES.join(', ')}, got '${choice}'`);
+    }
+    this.#choice = choice as SandboxChoice;
   }
 
   /** A relay: the worker's messages reach the rollout's HostChannel straight from the socket. */
@@ -94,22 +133,24 @@ export class SandboxPool implements AgentRunner {
     readable: readonly string[],
   ): Promise<WorkerExit> {
     if (!(link instanceof RelayLink)) throw new Error('a sandbox runs rollouts on links it made (SandboxPool.link())');
+    const sandbox = this.#sandboxFor(readable);
     // Counted while the sandbox starts too, so that it keeps the host alive meanwhile (a sandbox
     // started early by warm() is not held until a rollout waits for it).
-    this.#waiting++;
-    this.#hold();
-    let child: ChildProcess;
+    sandbox.waiting++;
+    this.#hold(sandbox.child);
     try {
-      child = await this.#start();
+      await sandbox.ready;
     } finally {
-      this.#waiting--;
+      sandbox.waiting--;
     }
+    const { child } = sandbox;
+    const level = this.#level!;
     const id = this.#nextId++;
     // JSON escaping makes text up to 6× its bytes, UTF-8 up to 3 bytes a character (see agent.ts).
     const maxChars = 6 * Math.max(task.limits.maxMessageBytes, task.limits.maxOutputBytes) + MESSAGE_ENVELOPE_BYTES;
     return new Promise<WorkerExit>((resolve) => {
       this.#runs.set(id, { link, resolve, child, maxFrameBytes: 3 * maxChars + 64 });
-      this.#hold();
+      this.#hold(child);
       let killer: NodeJS.Timeout | undefined;
       const onTerminate = (): void => {
         this.#send(child, { t: 'terminate', id });
@@ -120,7 +161,8 @@ export class SandboxPool implements AgentRunner {
       done.resolve = (exit) => {
         clearTimeout(killer);
         terminate.removeEventListener('abort', onTerminate);
-        resolve(exit);
+        // The host says how the worker was isolated, whatever the sandbox's pool said.
+        resolve({ ...exit, isolation: level });
       };
       // The sandbox may have died between starting and now: then there is nobody to run it.
       if (child.exitCode !== null || child.signalCode !== null || (child.stdio[3] as Socket | null)?.destroyed !== false) {
@@ -136,65 +178,145 @@ export class SandboxPool implements AgentRunner {
     });
   }
 
-  /** Starts the sandbox process now (a failure shows at the first rollout, which tries again). */
-  warm(): void {
+  /**
+   * Starts a sandbox now for workers that may read `readable` (a failure shows at the first
+   * rollout, which tries again). Without `readable`, only a sandbox that is not a jail can be
+   * started ahead (a jail's mounts depend on the agent).
+   */
+  warm(readable?: readonly string[]): void {
     if (this.#destroyed) return;
     try {
-      this.#start().catch(() => {});
+      if (readable === undefined && this.#resolveLevel() === 'bwrap') return;
+      this.#sandboxFor(readable ?? []).ready.catch(() => {});
     } catch {
       // (a sandbox that cannot even be spawned, say --no-network without namespaces) the same
       // error ends the first rollout, with its message
     }
   }
 
-  /** The pid of the running sandbox process (`unshare`'s where namespaces are used), if any. */
+  /**
+   * The pid of the sandbox process most recently started or handed a rollout, if it runs
+   * (bubblewrap's or unshare's, which run it, where the sandbox is confined).
+   */
   get pid(): number | undefined {
-    return this.#child?.pid;
+    const child = this.#latest;
+    return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
+  }
+
+  /** How this pool's sandboxes are confined, once the first one started. */
+  get level(): SandboxLevel | undefined {
+    return this.#level;
+  }
+
+  /** How many sandbox processes this pool has started (one per set of mounts in the jail; again after one died). */
+  get started(): number {
+    return this.#started;
+  }
+
+  /** How many of them run now. */
+  get running(): number {
+    return this.#sandboxes.size;
   }
 
   async destroy(): Promise<void> {
     this.#destroyed = true;
-    const child = this.#child;
-    this.#child = null;
-    this.#ready = null;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      // An idle sandbox is unref'd: waiting for its exit must keep this process alive.
-      child.ref();
-      child.kill('SIGKILL');
-      await gone;
-    }
+    const sandboxes = [...this.#sandboxes.values()];
+    this.#sandboxes.clear();
+    this.#latest = null;
+    await Promise.all(sandboxes.map(({ child }) => this.#kill(child)));
+  }
+
+  /** Ends a sandbox; resolves when it is gone. */
+  #kill(child: ChildProcess): Promise<void> {
+    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    // An idle sandbox is unref'd: waiting for its exit must keep this process alive.
+    child.ref();
+    child.kill('SIGKILL');
+    return gone;
   }
 
   #send(child: ChildProcess, msg: ToSandbox): void {
     this.#links.get(child)?.writer.message(msg);
   }
 
-  /** The running sandbox, started if there is none. */
-  #start(): Promise<ChildProcess> {
-    if (this.#destroyed) return Promise.reject(new Error('the sandbox was destroyed'));
-    if (this.#child && this.#ready) {
-      const child = this.#child;
-      return this.#ready.then(() => child);
+  /** How the sandboxes are confined here: worked out (and said, when weaker than asked) once. */
+  #resolveLevel(): SandboxLevel {
+    if (this.#level) return this.#level;
+    const say = (message: string): void => {
+      if (this.#options.warn) return this.#options.warn(message);
+      if (said.has(message)) return;
+      said.add(message);
+      process.stderr.write(`silo: ${message}\n`);
+    };
+    const withoutNamespaces = (why: string): string =>
+      `Linux namespaces are not available here (${why}), so the sandbox process runs without them: an agent can still see and signal this machine's other processes and connect to its socket files; run Silo in a container for more`;
+    let level: SandboxLevel;
+    if (this.#choice === 'auto') {
+      const noJail = unavailable('bwrap');
+      const noNamespaces = noJail === null ? null : unavailable('unshare');
+      level = noJail === null ? 'bwrap' : noNamespaces === null ? 'unshare' : 'process';
+      if (level === 'unshare') {
+        say(
+          `bubblewrap cannot jail the sandbox here (${noJail}), so it runs in Linux namespaces only: it sees this machine's whole file system (agents' reads are still limited by Node's permission model) and can connect to socket files; install bubblewrap for the jail`,
+        );
+      } else if (level === 'process') {
+        say(withoutNamespaces(`${noNamespaces}; ${noJail}`));
+      }
+    } else {
+      const why = unavailable(this.#choice);
+      if (why !== null) throw new Error(`the sandbox cannot run at the level asked for (${this.#choice}): ${why}`);
+      level = this.#choice;
+      if (level === 'process') say(withoutNamespaces('turned off'));
     }
-    const [command, args] = sandboxCommand(this.#options);
-    const cwd = mkdtempSync(join(tmpdir(), 'silo-sandbox-'));
+    if (level === 'process' && this.#options.noNetwork) {
+      throw new Error('--no-network needs Linux namespaces (bubblewrap or unshare --net), which are not available here');
+    }
+    this.#level = level;
+    return level;
+  }
+
+  /** The sandbox that runs workers reading `readable`, started if there is none. */
+  #sandboxFor(readable: readonly string[]): Sandbox {
+    if (this.#destroyed) throw new Error('the sandbox was destroyed');
+    const level = this.#resolveLevel();
+    const key = mountKey(level, readable);
+    let sandbox = this.#sandboxes.get(key);
+    if (!sandbox) {
+      sandbox = this.#start(level, key, readable);
+      this.#trim();
+    }
+    sandbox.usedAt = performance.now();
+    this.#latest = sandbox.child;
+    return sandbox;
+  }
+
+  /** Starts a sandbox at `level` for the mount set `key` (workers reading `readable`). */
+  #start(level: SandboxLevel, key: string, readable: readonly string[]): Sandbox {
+    const { command, args, hostCwd, inputs } = launch(level, { noNetwork: this.#options.noNetwork === true, readable });
+    const cwd = hostCwd ? mkdtempSync(join(tmpdir(), 'silo-sandbox-')) : '/';
     const child = spawn(command, [...args, CHILD_ENTRY, JSON.stringify({ maxThreads: this.#options.maxThreads, reuse: this.#options.reuse })], {
       // Nothing of the host: no variables, an empty folder, a process group of its own.
       env: {},
       cwd,
       // Its stderr is kept, not shown: what V8 prints as it aborts names why the sandbox died.
-      // Descriptor 3 is the sealed link (link.ts).
-      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+      // Descriptor 3 is the sealed link (link.ts); what follows, the jail's inputs.
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', ...inputs.map(() => 'pipe' as const)],
       detached: true,
     });
-    this.#child = child;
+    inputs.forEach((text, i) => {
+      const input = child.stdio[4 + i] as Writable;
+      input.on('error', () => {});
+      input.end(text);
+    });
     const socket = child.stdio[3] as Socket;
-    const key = newKey();
+    const key32 = newKey();
     // The key goes first, before the sandbox runs any agent that could read it.
-    socket.write(key);
-    const sandbox: Sandbox = { child, writer: new FrameWriter(socket, key, TO_SANDBOX) };
+    socket.write(key32);
+    const sandbox: Sandbox = { child, writer: new FrameWriter(socket, key32, TO_SANDBOX), key, ready: Promise.resolve(), waiting: 0, usedAt: performance.now() };
     this.#links.set(child, sandbox);
+    this.#sandboxes.set(key, sandbox);
+    this.#started++;
     const end = (why: string): void => {
       sandbox.ended ??= why;
       child.kill('SIGKILL');
@@ -208,19 +330,19 @@ export class SandboxPool implements AgentRunner {
       stderr = (stderr + chunk.toString()).slice(-STDERR_KEPT);
     });
     this.#stderr.set(child, () => stderr);
-    this.#hold();
-    this.#ready = new Promise<void>((resolve, reject) => {
+    this.#hold(child);
+    sandbox.ready = new Promise<void>((resolve, reject) => {
+      // A failed start (EAGAIN, EMFILE ...) must not stick: the next rollout tries again.
       child.once('error', (err) => {
-        // A failed start (EAGAIN, EMFILE ...) must not stick: the next rollout tries again.
-        if (this.#child === child) {
-          this.#child = null;
-          this.#ready = null;
-        }
+        this.#forget(child);
         reject(err);
       });
-      child.once('exit', (code, signal) => reject(new Error(`the sandbox process ended as it started (${signal ?? `exit code ${code}`})`)));
+      child.once('exit', (code, signal) => {
+        const fatal = /^(bwrap|unshare|setpriv): .*$/m.exec(stderr)?.[0];
+        reject(new Error(`the sandbox process ended as it started (${signal ?? `exit code ${code}`})${fatal ? `: ${fatal.slice(0, 300)}` : ''}`));
+      });
       const allows = (length: number): boolean => length <= MIN_FRAME_BYTES || length <= this.#maxFrameBytes(child);
-      const reader = new FrameReader(key, TO_HOST, allows, (frame) => {
+      const reader = new FrameReader(key32, TO_HOST, allows, (frame) => {
         heardAt = performance.now();
         const msg = this.#fromFrame(frame);
         if (msg?.t === 'ready') resolve();
@@ -228,6 +350,7 @@ export class SandboxPool implements AgentRunner {
       }, onBroken);
       socket.on('data', (chunk: Buffer) => reader.push(chunk));
     });
+    sandbox.ready.catch(() => {});
     let tickAt = performance.now();
     const ping = setInterval(() => {
       const now = performance.now();
@@ -235,7 +358,7 @@ export class SandboxPool implements AgentRunner {
       // silence is not the sandbox's.
       if (now - tickAt > 2 * PING_MS) heardAt = now;
       tickAt = now;
-      if (![...this.#runs.values()].some((run) => run.child === child)) {
+      if (!this.#busy(child)) {
         heardAt = now;
         return;
       }
@@ -246,18 +369,38 @@ export class SandboxPool implements AgentRunner {
     ping.unref();
     child.on('exit', (code, signal) => {
       clearInterval(ping);
-      rmSync(cwd, { recursive: true, force: true });
+      if (hostCwd) rmSync(cwd, { recursive: true, force: true });
       this.#died(child, signal ?? `exit code ${code}`);
     });
-    const ready = this.#ready.then(() => child);
-    ready.catch(() => {});
-    return ready;
+    return sandbox;
+  }
+
+  /** A sandbox no rollout may be given any more (it died, or is being ended). */
+  #forget(child: ChildProcess): void {
+    const sandbox = this.#links.get(child);
+    if (sandbox && this.#sandboxes.get(sandbox.key) === sandbox) this.#sandboxes.delete(sandbox.key);
+    if (this.#latest === child) this.#latest = null;
+  }
+
+  /** Ends the least recently used idle sandboxes past IDLE_SANDBOXES. */
+  #trim(): void {
+    const idle = [...this.#sandboxes.values()].filter((s) => s.waiting === 0 && !this.#busy(s.child)).sort((a, b) => a.usedAt - b.usedAt);
+    for (const sandbox of idle.slice(0, Math.max(0, idle.length - IDLE_SANDBOXES))) {
+      this.#forget(sandbox.child);
+      void this.#kill(sandbox.child);
+    }
   }
 
   #fromFrame(frame: Incoming): FromSandbox | null {
     if (frame.kind === 'text') return { t: 'from', id: frame.id, m: frame.text };
     if (frame.kind === 'message') return frame.message as FromSandbox;
     return null;
+  }
+
+  /** Whether the sandbox runs rollouts now. */
+  #busy(child: ChildProcess): boolean {
+    for (const run of this.#runs.values()) if (run.child === child) return true;
+    return false;
   }
 
   /** The longest frame the sandbox may send now: what its rollouts' workers may send. */
@@ -280,17 +423,17 @@ export class SandboxPool implements AgentRunner {
     if (!run) return;
     this.#runs.delete(id);
     run.link.close();
-    this.#hold();
+    this.#hold(run.child);
     run.resolve(exit);
+    if (!this.#busy(run.child)) this.#trim();
   }
 
   /** An idle sandbox does not keep the host's process alive; one with rollouts does. */
-  #hold(): void {
-    const child = this.#child;
-    if (!child) return;
+  #hold(child: ChildProcess): void {
+    const sandbox = this.#links.get(child);
     const channel = child.stdio[3] as { ref?(): void; unref?(): void } | null | undefined;
     const stderr = child.stderr as { ref?(): void; unref?(): void } | null;
-    if (this.#runs.size + this.#waiting > 0) {
+    if ((sandbox?.waiting ?? 0) > 0 || this.#busy(child)) {
       child.ref();
       channel?.ref?.();
       stderr?.ref?.();
@@ -303,10 +446,7 @@ export class SandboxPool implements AgentRunner {
 
   /** The sandbox died: its rollouts end as crashed; the next rollout starts a new one. */
   #died(child: ChildProcess, how: string): void {
-    if (this.#child === child) {
-      this.#child = null;
-      this.#ready = null;
-    }
+    this.#forget(child);
     const ended = this.#links.get(child)?.ended;
     const fatal = /^.*(FATAL ERROR|Fatal error|Abort|silo sandbox:).*$/m.exec(this.#stderr.get(child)?.() ?? '')?.[0]?.trim();
     const message = ended
@@ -316,67 +456,4 @@ export class SandboxPool implements AgentRunner {
       if (run.child === child) this.#finish(id, { kind: 'exited', message });
     }
   }
-}
-
-let namespaces: string[] | null | undefined;
-
-/** The absolute path of a program on the host's PATH (the sandbox starts with no PATH of its own). */
-function which(program: string): string | null {
-  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
-    const path = join(dir || '.', program);
-    try {
-      accessSync(path, constants.X_OK);
-      return path;
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
-
-/** `unshare` and its arguments where user and pid namespaces work here; null where they do not. */
-function namespaceArgs(noNetwork: boolean): string[] | null {
-  if (namespaces === undefined) {
-    const unshare = which('unshare');
-    // --mount-proc: /proc shows the sandbox's own processes only.
-    const probe = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', '--mount-proc'];
-    const ok = unshare !== null && spawnSync(unshare, [...probe, 'true'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
-    namespaces = ok ? [unshare!, ...probe] : null;
-  }
-  if (namespaces === null) return null;
-  return noNetwork ? [...namespaces, '--net'] : namespaces;
-}
-
-/**
- * `setpriv --pdeathsig KILL`: the kernel kills the sandbox when the host dies, even a host killed
- * with SIGKILL and a sandbox whose threads are stuck in system calls. Null where it is missing.
- */
-let pdeath: string[] | null | undefined;
-function deathSignal(): string[] | null {
-  if (pdeath === undefined) {
-    const setpriv = which('setpriv');
-    pdeath = setpriv && spawnSync(setpriv, ['--pdeathsig', 'KILL', 'true'], { stdio: 'ignore', timeout: 5_000 }).status === 0 ? [setpriv, '--pdeathsig', 'KILL', '--'] : null;
-  }
-  return pdeath;
-}
-
-let warned = false;
-
-function sandboxCommand(options: SandboxOptions): [string, string[]] {
-  const [command, ...args] = [...(deathSignal() ?? []), ...sandboxArgs(options), process.execPath];
-  return [command!, args];
-}
-
-/** The namespace part of the sandbox's command line (empty without namespaces). */
-function sandboxArgs(options: SandboxOptions): string[] {
-  const args = options.namespaces === 'never' ? null : namespaceArgs(options.noNetwork === true);
-  if (args) return [...args, '--'];
-  if (!warned || options.warn) {
-    warned = true;
-    (options.warn ?? ((m: string) => process.stderr.write(`silo: ${m}\n`)))(
-      `Linux namespaces are not available here (${options.namespaces === 'never' ? 'turned off' : 'unshare --user --pid failed'}), so the sandbox process runs without them: an agent can still see and signal this machine's other processes; run Silo in a container for more`,
-    );
-  }
-  if (options.noNetwork) throw new Error('--no-network needs Linux namespaces (unshare --net), which are not available here');
-  return [];
 }

@@ -4,10 +4,10 @@
  * process) goes on and the next rollout gets a new sandbox.
  */
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runRollout } from '../../src/index.js';
@@ -17,10 +17,12 @@ import { eventsOf, readRunFiles, tempDir, testWorld } from '../helpers.js';
 import { runSilo } from '../cli/silo.js';
 
 const out = tempDir('silo-sandbox-test-');
+const homes = tempDir('silo-sandbox-agents-');
 const sandbox = new SandboxPool();
 afterAll(async () => {
   await sandbox.destroy();
   out.remove();
+  homes.remove();
 });
 
 const FAST: Partial<Limits> = { timeoutMs: 1500, graceMs: 300, memoryMb: 64 };
@@ -31,6 +33,18 @@ const FAST: Partial<Limits> = { timeoutMs: 1500, graceMs: 300, memoryMb: 64 };
 const namespaces = spawnSync('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', '--mount-proc', 'true']).status === 0;
 if (!namespaces) console.warn('silo sandbox tests: Linux namespaces are not available here; the tests that need them are skipped');
 const fixture = (name: string): string => fileURLToPath(new URL(`../../fixtures/agents/${name}`, import.meta.url));
+/**
+ * The fixtures named, copied into one folder (with the hostile fixtures' lib/): agents whose
+ * workers may read the same paths share a sandbox (a jailed one serves one set of mounts), so
+ * these can reach one another's process.
+ */
+function neighbours(...names: string[]): (name: string) => string {
+  const home = join(homes.dir, `neighbours-${names.map((n) => basename(n).replace(/\W/g, '')).join('-')}`);
+  mkdirSync(home, { recursive: true });
+  cpSync(fixture('hostile/lib'), join(home, 'lib'), { recursive: true });
+  for (const name of names) copyFileSync(fixture(name), join(home, basename(name)));
+  return (name) => join(home, basename(name));
+}
 
 async function roll(agent: string, limits: Partial<Limits> = FAST): Promise<RunResult> {
   const world = testWorld();
@@ -99,9 +113,10 @@ describe('the sandbox process', () => {
   it('lets no agent forge the messages of other rollouts by writing to the sandbox\'s descriptors', async () => {
     // Rollouts in one sandbox share its process, and so its file descriptors, including the one
     // to the host: whatever an agent writes there must not pass for another rollout's worker.
-    const victims = [0, 1, 2].map(() => roll(fixture('bench-waiter.mjs'), { ...FAST, timeoutMs: 10_000 }));
+    const together = neighbours('bench-waiter.mjs', 'hostile/forges-neighbours.mjs');
+    const victims = [0, 1, 2].map(() => roll(together('bench-waiter.mjs'), { ...FAST, timeoutMs: 10_000 }));
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const attacker = await roll(fixture('hostile/forges-neighbours.mjs'), { ...FAST, timeoutMs: 10_000 });
+    const attacker = await roll(together('forges-neighbours.mjs'), { ...FAST, timeoutMs: 10_000 });
     for (const victim of await Promise.all(victims)) {
       expect(victim.output).not.toBe('forged');
       // Either the victim finished as it would have, or the sandbox was ended for the bad bytes
@@ -118,11 +133,12 @@ describe('the sandbox process', () => {
     const quiet = new SandboxPool({ silenceMs: 2_000 });
     try {
       const limits = { ...FAST, timeoutMs: 60_000 };
-      const neighbours = [0, 1].map(() => runRollout({ task: testWorld().task, agent: fixture('bench-waiter.mjs'), outDir: out.dir, pool: quiet, limits }));
+      const together = neighbours('bench-waiter.mjs', 'hostile/blocks-link.mjs');
+      const waiting = [0, 1].map(() => runRollout({ task: testWorld().task, agent: together('bench-waiter.mjs'), outDir: out.dir, pool: quiet, limits }));
       await new Promise((resolve) => setTimeout(resolve, 300));
-      const blocker = runRollout({ task: testWorld().task, agent: fixture('hostile/blocks-link.mjs'), outDir: out.dir, pool: quiet, limits });
+      const blocker = runRollout({ task: testWorld().task, agent: together('blocks-link.mjs'), outDir: out.dir, pool: quiet, limits });
       const started = Date.now();
-      for (const r of await Promise.all([...neighbours, blocker])) {
+      for (const r of await Promise.all([...waiting, blocker])) {
         expect(r.termination).toBe('crashed');
         expect(r.error?.message).toMatch(/sent nothing for 2 s.*an agent blocked its link/);
       }
@@ -135,20 +151,22 @@ describe('the sandbox process', () => {
 
   it('passes on a worker\'s death over a huge uncaught error without ending its neighbours', async () => {
     const limits = { ...FAST, timeoutMs: 10_000, memoryMb: 256 };
-    const neighbour = runRollout({ task: testWorld().task, agent: fixture('bench-waiter.mjs'), outDir: out.dir, pool: sandbox, limits });
-    const thrower = await runRollout({ task: testWorld().task, agent: fixture('hostile/throws-huge-uncaught.mjs'), outDir: out.dir, pool: sandbox, limits });
+    const together = neighbours('bench-waiter.mjs', 'hostile/throws-huge-uncaught.mjs');
+    const neighbour = runRollout({ task: testWorld().task, agent: together('bench-waiter.mjs'), outDir: out.dir, pool: sandbox, limits });
+    const thrower = await runRollout({ task: testWorld().task, agent: together('throws-huge-uncaught.mjs'), outDir: out.dir, pool: sandbox, limits });
     expect(thrower.termination).toBe('crashed');
     expect(thrower.error!.message.length).toBeLessThan(10_000);
     expect((await neighbour).output).toBe('waited');
   });
 
   it('lets no agent read the messages meant for other rollouts off the sandbox\'s descriptors', async () => {
-    const thief = roll(fixture('hostile/reads-neighbours.mjs'), { ...FAST, timeoutMs: 10_000 });
+    const together = neighbours('keeps-a-secret.mjs', 'hostile/reads-neighbours.mjs');
+    const thief = roll(together('reads-neighbours.mjs'), { ...FAST, timeoutMs: 10_000 });
     await new Promise((resolve) => setTimeout(resolve, 300));
     // Each victim's tool results carry its secret back, 300 times: plenty for a thief to catch.
     const world = testWorld({ instruction: 'neighbour-secret-4711 is yours to keep' });
     const victims = await Promise.all(
-      [0, 1].map(() => runRollout({ task: world.task, agent: fixture('keeps-a-secret.mjs'), outDir: out.dir, pool: sandbox, limits: { ...FAST, timeoutMs: 10_000 } })),
+      [0, 1].map(() => runRollout({ task: world.task, agent: together('keeps-a-secret.mjs'), outDir: out.dir, pool: sandbox, limits: { ...FAST, timeoutMs: 10_000 } })),
     );
     const took = await thief;
     // The thief may take bytes (what it reads is gone for the sandbox, which then ends: its

@@ -12,9 +12,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadTasks } from '../../src/index.js';
+import { fileURLToPath } from 'node:url';
+import { loadTasks, runRollout } from '../../src/index.js';
+import { SandboxPool } from '../../src/sandbox/pool.js';
 import { toolSchemas } from '../../src/rollout/tools.js';
-import { eventsOf, readRunFiles, tempDir, type RunFiles } from '../helpers.js';
+import { eventsOf, readRunFiles, tempDir, testWorld, type RunFiles } from '../helpers.js';
 import { BIN, PLAIN_ENV, runSilo } from '../cli/silo.js';
 
 const tmp = tempDir('silo-serve-');
@@ -80,7 +82,7 @@ async function overHttp(args: string[]): Promise<{ client: Client; transport: St
   const url = await new Promise<string>((resolve, reject) => {
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
-      const m = /over MCP at (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr);
+      const m = /over MCP at (http:\/\/127\.0\.0\.1:\d+\/mcp\?token=[\w-]+)\n/.exec(stderr);
       if (m) resolve(m[1]!);
     });
     child.once('exit', () => reject(new Error(`silo serve exited: ${stderr}`)));
@@ -212,6 +214,83 @@ describe('silo serve --http', () => {
     expect(await postWithHost(url, 'evil.example', JSON.stringify(init))).toBe(403);
     const elsewhere = await fetch(new URL('/other', url), { method: 'POST', headers, body: JSON.stringify(init) });
     expect(elsewhere.status).toBe(404);
+    await transport.terminateSession();
+    await exited(child);
+  });
+});
+
+describe('silo serve --http: the token', () => {
+  const finish = { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'finish', arguments: { output: 'forged' } } };
+  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'rogue', version: '1' } } };
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+  it('prints a new random token in the URL of each serve', async () => {
+    const urls: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { transport, child, url } = await overHttp([TASKS, '--task', 'helpdesk/close-ticket', '--out', mkdtempSync(join(tmp.dir, 'http-'))]);
+      urls.push(url);
+      await transport.terminateSession();
+      await exited(child);
+    }
+    const tokens = urls.map((u) => new URL(u).searchParams.get('token'));
+    expect(tokens[0]).toMatch(/^[\w-]{43}$/);
+    expect(tokens[1]).not.toBe(tokens[0]);
+  });
+
+  it('lets no other local client finish the rollout: without the token (or with a wrong one) every request gets 401', async () => {
+    const out = mkdtempSync(join(tmp.dir, 'http-'));
+    const { client, transport, child, url } = await overHttp([TASKS, '--task', 'helpdesk/close-ticket', '--out', out]);
+    const bare = new URL(url);
+    bare.search = '';
+    const wrong = new URL(url);
+    wrong.searchParams.set('token', 'x'.repeat(43));
+    // A second client: the MCP SDK's own, then raw requests, even with the real client's session id.
+    const rogue = new Client({ name: 'rogue', version: '1.0.0' });
+    await expect(rogue.connect(new StreamableHTTPClientTransport(bare))).rejects.toThrow(/401|unauthorized/i);
+    for (const target of [bare, wrong]) {
+      for (const body of [init, finish]) {
+        const res = await fetch(target, { method: 'POST', headers: { ...headers, 'mcp-session-id': transport.sessionId! }, body: JSON.stringify(body) });
+        expect(res.status).toBe(401);
+        expect(await res.json()).toMatchObject({ error: { message: expect.stringMatching(/^unauthorized: .*token/) } });
+      }
+    }
+    const guessed = await fetch(bare, { method: 'POST', headers: { ...headers, authorization: 'Bearer guessed', 'mcp-session-id': transport.sessionId! }, body: JSON.stringify(finish) });
+    expect(guessed.status).toBe(401);
+    // The rollout is still the client's: its own finish is the one graded.
+    expect(text(await client.callTool({ name: 'update_ticket', arguments: { ticket_id: 't3', status: 'closed' } })).isError).toBe(false);
+    expect(text(await client.callTool({ name: 'finish', arguments: { output: 'closed t3' } })).isError).toBe(false);
+    expect(await exited(child)).toBe(0);
+    expect(onlyRun(out).result.output).toBe('closed t3');
+  });
+
+  it('keeps an agent of another rollout (in its sandbox, with the network) from finishing it', async () => {
+    const out = mkdtempSync(join(tmp.dir, 'http-'));
+    const { client, child, url } = await overHttp([TASKS, '--task', 'helpdesk/close-ticket', '--out', out]);
+    const bare = new URL(url);
+    bare.search = '';
+    const pool = new SandboxPool();
+    try {
+      const agent = fileURLToPath(new URL('../../fixtures/agents/hostile/finishes-served.mjs', import.meta.url));
+      const rogue = await runRollout({ task: testWorld({ instruction: bare.href }).task, agent, outDir: join(tmp.dir, 'rogue'), pool, limits: { timeoutMs: 15_000 } });
+      expect(rogue.termination, JSON.stringify(rogue.error)).toBe('returned');
+      expect(JSON.parse(rogue.output!)).toEqual({ initialize: 401, finish: 401 });
+    } finally {
+      await pool.destroy();
+    }
+    expect(text(await client.callTool({ name: 'finish', arguments: { output: 'mine' } })).isError).toBe(false);
+    await exited(child);
+    expect(onlyRun(out).result.output).toBe('mine');
+  });
+
+  it('takes the token as an Authorization bearer header too', async () => {
+    const { transport, child, url } = await overHttp([TASKS, '--task', 'helpdesk/close-ticket', '--out', mkdtempSync(join(tmp.dir, 'http-'))]);
+    const bare = new URL(url);
+    const token = bare.searchParams.get('token')!;
+    bare.search = '';
+    const list = { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} };
+    const res = await fetch(bare, { method: 'POST', headers: { ...headers, authorization: `Bearer ${token}`, 'mcp-session-id': transport.sessionId! }, body: JSON.stringify(list) });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('"finish"');
     await transport.terminateSession();
     await exited(child);
   });
