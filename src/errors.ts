@@ -12,6 +12,7 @@ export type SiloErrorCode =
   | 'SILO_AGENT_NOT_FOUND'
   | 'SILO_AGENT_LOAD_FAILED'
   | 'SILO_RUN_NOT_FOUND'
+  | 'SILO_OUT_NOT_WRITABLE'
   | 'SILO_QUEUE_UNAVAILABLE';
 
 /** A harness or set-up failure with a stable code and a message that says what to do. */

@@ -142,7 +142,7 @@ describe('silo eval', () => {
     [['eval', HELPDESK, '--agent', SOLVER, '--trials', '0'], /--trials/],
     [['eval', HELPDESK, '--agent', SOLVER, '--reporter', 'xml'], /--reporter.*default, json, junit/],
     [['eval', HELPDESK, '--agent', SOLVER, '--task', 'nope/*'], /no task matches --task nope\/\*/],
-    [['eval', '--resume', 'NOPE'], /no eval at .*NOPE/],
+    [['eval', '--resume', 'NOPE'], /no eval NOPE in .*evals/],
   ])('exits 2 with one line for a set-up error: %j', async (args, message) => {
     const out = outDir();
     const r = await silo(...args, '--out', out);
