@@ -219,6 +219,26 @@ describe('after an eval (item 9)', () => {
   });
 });
 
+describe('findings (item 7)', () => {
+  it('silo run keeps the ungrounded answer among the three it prints, names calls as silo show does, and prints a repeated finding once', async () => {
+    const out = outDir();
+    const r = await silo('run', 'fixtures/helpdesk/tasks.ts', '--agent', 'fixtures/agents/flails-then-answers.mjs', '--task', 'helpdesk/close-ticket', '--out', out);
+    expect(r.code).toBe(1);
+    const findings = r.stdout.split('\n').filter((l) => /^ {4}[a-z_]+( \(.*\))?: /.test(l));
+    expect(findings).toEqual([
+      '    ungrounded_answer: the agent answered without a single successful tool call: nothing it says was looked up',
+      '    hallucinated_tool (call #1): called find_ticket, which does not exist (3 times)',
+      '    repeated_failing_call (call #2): repeated a call that had already failed: find_ticket with the same input',
+    ]);
+    const runId = /silo show ([0-9A-Z]{26})/.exec(r.stdout)![1]!;
+    const shown = (await silo('show', runId, '--out', out)).stdout;
+    // The timeline prints the call the finding names under the same number.
+    expect(shown).toMatch(/^ {2}hallucinated_tool \(call #1\): called find_ticket, which does not exist \(3 times\)$/m);
+    expect(shown).toMatch(/^ +\S+ {2}#1 find_ticket \{\}$/m);
+    expect(shown).not.toMatch(/\(event \d+\)/);
+  });
+});
+
 describe('a schema mistake (item 10)', () => {
   it('is one sentence naming the path and the value', async () => {
     const r = await silo('run', 'fixtures/tasks/broken/misspelt-type.mjs', '--agent', SOLVER);
