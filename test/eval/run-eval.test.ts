@@ -101,19 +101,19 @@ describe('runEval over the helpdesk tasks (trials 2, concurrency 4)', () => {
     expect(summary.totals).toMatchObject({ runs: 12, passed: 12, failed: 0, errors: 0, retries: 0, passRate: 1 });
   });
 
-  it('writes summary.json with exactly the SPEC keys, plus options and totals.retries', () => {
+  it('writes summary.json with exactly the SPEC keys, plus options, totals.retries and the suspicious counts', () => {
     const onDisk = summaryFile(out, summary.evalId);
     expect(onDisk).toEqual(summary);
     expect(Object.keys(onDisk).sort()).toEqual(
       ['version', 'evalId', 'status', 'startedAt', 'finishedAt', 'durationMs', 'agent', 'trials', 'options', 'tasks', 'totals'].sort(),
     );
-    expect(Object.keys(onDisk.totals).sort()).toEqual(['runs', 'passed', 'failed', 'errors', 'retries', 'passRate', 'passRateCi95'].sort());
+    expect(Object.keys(onDisk.totals).sort()).toEqual(['runs', 'passed', 'failed', 'errors', 'retries', 'suspicious', 'passRate', 'passRateCi95'].sort());
     expect(onDisk.tasks).toHaveLength(6);
     for (const t of onDisk.tasks) {
       expect(Object.keys(t).sort()).toEqual(
-        ['taskId', 'trials', 'passed', 'failed', 'errors', 'passRate', 'passAtK', 'passHatK', 'meanScore', 'p50Ms', 'p95Ms', 'flaky'].sort(),
+        ['taskId', 'trials', 'passed', 'failed', 'errors', 'passRate', 'passAtK', 'passHatK', 'meanScore', 'p50Ms', 'p95Ms', 'flaky', 'suspicious'].sort(),
       );
-      expect(t).toMatchObject({ trials: 2, passed: 2, failed: 0, errors: 0, passRate: 1, meanScore: 1, flaky: false });
+      expect(t).toMatchObject({ trials: 2, passed: 2, failed: 0, errors: 0, passRate: 1, meanScore: 1, flaky: false, suspicious: 0 });
       expect(t.passAtK).toEqual({ '1': 1, '2': 1 });
       expect(t.passHatK).toEqual({ '1': 1, '2': 1 });
       expect(t.p50Ms).toBeGreaterThan(0);
@@ -140,6 +140,7 @@ describe('runEval over the helpdesk tasks (trials 2, concurrency 4)', () => {
       limits: {},
       retries: 2,
       reuseWorkers: false,
+      concurrency: 4,
     });
   });
 
