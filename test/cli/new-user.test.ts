@@ -161,7 +161,7 @@ describe('one process per eval folder (item 6)', () => {
     const args = ['eval', 'fixtures/eval/quick.tasks.mjs', '--agent', 'fixtures/agents/slow-answer.mjs', '--trials', '4', '--concurrency', '1', '--eval-id', 'same', '--isolation', 'thread', '--out', out];
     const first = silo(...args);
     const summary = join(out, 'evals', 'same', 'summary.json');
-    for (let i = 0; i < 1200 && !existsSync(summary); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    for (let i = 0; i < 4800 && !existsSync(summary); i++) await new Promise((resolve) => setTimeout(resolve, 25));
     const second = await silo(...args);
     expect(second.code).toBe(2);
     expect(second.stderr).toMatch(/^silo: eval same is being run by another process \(pid \d+ on .*\); wait for it to finish, stop it, or choose another --eval-id\n$/);
@@ -207,7 +207,7 @@ describe('after an eval (item 9)', () => {
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-    for (let i = 0; i < 1200 && !existsSync(join(out, 'runs')); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    for (let i = 0; i < 4800 && !existsSync(join(out, 'runs')); i++) await new Promise((resolve) => setTimeout(resolve, 25));
     child.kill('SIGINT');
     expect(await exited).toBe(130);
     const evalId = onlyEval(out);

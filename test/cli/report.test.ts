@@ -124,7 +124,7 @@ describe('silo eval --report', () => {
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const runs = join(out, 'runs');
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 120_000;
     while (!existsSync(runs) || readdirSync(runs).length < 2) {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');

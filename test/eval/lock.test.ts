@@ -75,7 +75,7 @@ describe('runEval and the lock', () => {
     const out = folder();
     const first = runEval({ paths: ['fixtures/eval/quick.tasks.mjs'], agent: 'fixtures/agents/slow-answer.mjs', trials: 2, outDir: out, evalId: 'twice', isolation: 'thread' });
     // Wait until the first owns the folder.
-    for (let i = 0; i < 600 && !evalLocked(join(out, 'evals', 'twice')); i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 4800 && !evalLocked(join(out, 'evals', 'twice')); i++) await new Promise((r) => setTimeout(r, 25));
     const second = runEval({ paths: ['fixtures/eval/quick.tasks.mjs'], agent: 'fixtures/agents/slow-answer.mjs', trials: 2, outDir: out, evalId: 'twice', isolation: 'thread' });
     await expect(second).rejects.toThrow(/eval twice is being run by another process/);
     const summary = await first;

@@ -37,7 +37,7 @@ beforeAll(async () => {
     runEval({ paths: [HELPDESK], agent: HALLUCINATOR, trials: 2, outDir: join(tmp.dir, 'local') }),
     ...workers.map((w) => w.waitFor(/waiting for jobs/)),
   ]);
-}, 60_000);
+}, 180_000);
 
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop('SIGKILL')));
