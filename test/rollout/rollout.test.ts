@@ -314,8 +314,9 @@ describe('hangs and floods', () => {
     const { trace } = readRunFiles(r.runDir);
     const logs = eventsOf(trace, 'agent_log');
     // 16 MiB at 128 characters an event is at most 131,072 events.
-    expect(logs.length).toBeLessThanOrEqual(131_073);
-    expect(logs.at(-1)?.message).toMatch(/per-run budget/);
+    const seen = JSON.stringify({ termination: r.termination, error: r.error, logs: logs.length, events: trace.length, last: trace.at(-2) });
+    expect(logs.length, seen).toBeLessThanOrEqual(131_073);
+    expect(logs.at(-1)?.message, seen).toMatch(/per-run budget/);
     expect(r.termination).toBe('timeout');
     const fired = eventsOf(trace, 'limit_exceeded')[0];
     // The timeout still fires under the flood (a generous bound: CI machines may be loaded).
