@@ -80,6 +80,11 @@ export interface Check {
   expected?: unknown;
   actual?: unknown;
   message?: string;
+  /**
+   * A gate (Silo's `mayChange` and `grounded` checks are gates): it fails the run when it fails,
+   * and counts in neither the numerator nor the denominator of `score` when it passes.
+   */
+  gate?: boolean;
 }
 
 /** Per-run limits. Task `limits` and CLI flags override the defaults. */
@@ -124,6 +129,11 @@ export interface Task<State = any> {
   mayChange?: readonly string[];
   tags?: readonly string[];
   solution?: Solution;
+  /**
+   * An answer with no successful tool call behind it (`ungrounded_answer`) fails the run, as a
+   * failed `grounded` check, instead of passing with a warning (`--strict` does this for every task).
+   */
+  strict?: boolean;
 }
 
 /** Codes of a failed tool call; a closed set. */
@@ -291,6 +301,14 @@ export interface RunRecord {
    * is reported as crashed by `silo ls` and `silo show` (see src/owner.ts).
    */
   owner?: Owner;
+  /** Set when an ungrounded answer fails the run (`--strict`, or `strict: true` on the task). */
+  strict?: true;
+  /**
+   * Where `durationMs` went, ms: `world` (building the world), `startup` (preparing and starting
+   * the agent's worker and loading its module), `agent` (the agent running: thinking and tools),
+   * `grading` (diff, verifier, diagnosis); the rest is writing the artifacts.
+   */
+  phases?: { worldMs: number; startupMs: number; agentMs: number; gradingMs: number };
 }
 
 /** The process that writes a run or an eval. */
@@ -328,6 +346,11 @@ export interface Diagnosis {
   message: string;
   /** The trace event it points at, when one event is to blame. */
   seq?: number;
+  /**
+   * That event as the timelines of `silo show` and the report name it: `call #3` (the number
+   * printed next to the call), `the answer`, `the throw`, `the limit`, or its time.
+   */
+  at?: string;
 }
 
 /** result.json */
@@ -381,6 +404,8 @@ export interface TaskStats {
   p95Ms: number | null;
   /** The task both passed and failed. */
   flaky: boolean;
+  /** Passed runs whose answer had no successful tool call behind it (`ungrounded_answer`): passes to look at. */
+  suspicious: number;
 }
 
 /** What an eval was asked to do; stored so that `--resume` can do the same. */
@@ -399,6 +424,10 @@ export interface EvalOptionsRecord {
   agentOptions?: AgentOptions;
   /** `--shard i/n`: this eval runs only shard `index` (1-based) of `count` (see src/eval/shard.ts). */
   shard?: { index: number; count: number };
+  /** `--strict`: an ungrounded answer fails the run (a failed `grounded` check). */
+  strict?: true;
+  /** `--concurrency` as given (absent: the default); `--resume` keeps it unless given again. */
+  concurrency?: number;
 }
 
 /** `.silo/evals/<evalId>/summary.json` */
@@ -423,6 +452,8 @@ export interface EvalSummary {
     errors: number;
     /** Infrastructure retries (crashed workers, internal errors), counted apart from trials. */
     retries: number;
+    /** Passed runs with an ungrounded answer (see TaskStats.suspicious). */
+    suspicious: number;
     passRate: number | null;
     passRateCi95: [number, number] | null;
   };
@@ -458,5 +489,7 @@ export interface EvalRunLine {
   retried?: boolean;
   /** Failed checks (name and message), for reporters. */
   failed?: { name: string; message?: string }[];
+  /** A passed run whose answer is ungrounded: the finding's message (reporters show it as a warning). */
+  suspicious?: string;
   error?: ErrorInfo;
 }

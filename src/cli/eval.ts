@@ -7,9 +7,25 @@ import { junitReport, REPORTERS, tableReport, type ReporterName } from '../eval/
 import { runEval } from '../eval/run-eval.js';
 import { parseShard, type Shard } from '../eval/shard.js';
 import { EvalStore } from '../eval/store.js';
-import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RETRIES } from '../options.js';
+import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, DEFAULT_RETRIES } from '../options.js';
 import type { EvalSummary } from '../types.js';
-import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, isolation, ISOLATION_HELP, limitsFromFlags, MAX_TURNS_HELP, NO_NETWORK_HELP } from './options.js';
+import {
+  AGENT_HELP,
+  agentOptionsFromFlags,
+  collect,
+  ENV_HELP,
+  EXIT_CODES_HELP,
+  integer,
+  isolation,
+  ISOLATION_HELP,
+  limitsFromFlags,
+  MAX_TURNS_HELP,
+  NO_NETWORK_HELP,
+  requireAgent,
+  STRICT_HELP,
+} from './options.js';
+import { resolve } from 'node:path';
+import { resolveEvalId } from '../inspect/runs.js';
 import type { Isolation } from '../pool/pool.js';
 import { agentEnv } from '../agents/builtin.js';
 import { onInterrupt } from './signals.js';
@@ -25,7 +41,7 @@ interface EvalFlags {
   env?: string[];
   maxTurns?: number;
   trials: number;
-  concurrency: number;
+  concurrency?: number;
   task?: string[];
   tag?: string[];
   reporter: ReporterName;
@@ -34,6 +50,7 @@ interface EvalFlags {
   evalId?: string;
   shard?: Shard;
   queue?: string;
+  strict?: boolean;
   minPassRate?: number;
   baseline?: string;
   failOnRegression?: boolean;
@@ -55,18 +72,19 @@ export function registerEval(program: Command): void {
     .option('-e, --env <name>', `${ENV_HELP}; give the same names again with --resume`, collect)
     .option('--max-turns <n>', MAX_TURNS_HELP, integer(1))
     .option('-k, --trials <k>', 'trials per task', integer(1), 1)
-    .option('-c, --concurrency <n>', 'rollouts at once (agents mostly wait on models)', integer(1), DEFAULT_EVAL_CONCURRENCY)
+    .option('-c, --concurrency <n>', `rollouts at once (agents mostly wait on models; default ${DEFAULT_EVAL_CONCURRENCY}, or the resumed eval's)`, integer(1))
     .option('-t, --task <id>', 'only tasks with this id or glob, e.g. "retail/test/*" (repeatable)', collect)
     .option('--tag <tag>', 'only tasks with this tag (repeatable; ANDed with --task)', collect)
     .addOption(new Option('-r, --reporter <name>', 'report format').choices(REPORTERS).default('default'))
     .option('--output <file>', 'write the report to a file instead of stdout')
-    .option('--resume <evalId>', 'continue an eval: same options, only the runs not yet finished')
+    .option('--resume <evalId>', 'continue an eval (its id, or a unique prefix or suffix): same options, only the runs not yet finished')
     .option('--eval-id <id>', "the new eval's id (letters, digits, . _ -) instead of a fresh ULID; give the shards of one split the same id")
     .option('--queue <url>', 'run the rollouts on `silo worker` processes through this Redis, e.g. redis://10.0.0.5:6379 (this process coordinates)')
-    .option('--shard <i/n>', 'run only shard i of n: the (task, trial) pairs numbered i-1 modulo n, in trial-major order; combine with `silo merge`', parseShard)
+    .option('--shard <i/n>', "run only shard i of n: each task's trials dealt round the shards (trial j of task t goes to shard (t + j) mod n + 1); combine with `silo merge`", parseShard)
     .option('--min-pass-rate <r>', 'exit 0 when the pass rate reaches r (0..1), even if some runs failed', rate)
     .option('--baseline <evalId>', 'afterwards, compare with this earlier eval task by task (see `silo compare`); stored in summary.json')
     .option('--fail-on-regression', 'exit 1 when a task regressed against --baseline, whatever the pass rate')
+    .option('--strict', STRICT_HELP)
     .option('--retries <n>', 'retries of a run lost to infrastructure (crashed worker, internal error)', integer(0), DEFAULT_RETRIES)
     .option('--reuse-workers', 'reuse warm workers across rollouts (faster; trusted agents only: globals leak)')
     .option('--isolation <mode>', ISOLATION_HELP, isolation, 'process')
@@ -78,9 +96,9 @@ export function registerEval(program: Command): void {
     .option('-o, --out <dir>', 'artifact folder: <dir>/runs/ and <dir>/evals/<evalId>/', '.silo')
     .addHelpText(
       'after',
-      '\nProgress goes to stderr, the report to stdout (or --output). Ctrl-C stops cleanly (exit 130);\n' +
-        'a second Ctrl-C exits at once. Exit codes: 0 all passed (or --min-pass-rate reached), 1 otherwise,\n' +
-        '2 usage or set-up error.\n' +
+      '\nProgress goes to stderr, the report to stdout (or --output). Ctrl-C stops cleanly (exit 130) and\n' +
+        'prints the --resume command; a second Ctrl-C exits at once. With --min-pass-rate, exit 0 once the\n' +
+        `pass rate reaches it.\n${EXIT_CODES_HELP}\n` +
         'Examples:\n  silo eval fixtures/helpdesk --agent fixtures/agents/helpdesk-solver.ts --trials 4\n' +
         '  ANTHROPIC_BASE_URL=http://127.0.0.1:4000 silo eval fixtures/helpdesk --agent anthropic:claude-sonnet-4-5 --trials 4\n' +
         'On many machines: start `silo worker --queue redis://HOST:6379` on each, then\n' +
@@ -93,14 +111,14 @@ export function registerEval(program: Command): void {
     )
     .action(async (paths: string[], flags: EvalFlags, command: Command) => {
       if (flags.resume !== undefined) refuseWithResume(paths, command);
-      // With --queue, the workers set the pace: every pair goes on the queue unless -c says otherwise.
-      const concurrency = flags.queue !== undefined && command.getOptionValueSource('concurrency') !== 'cli' ? undefined : flags.concurrency;
-      process.exitCode = await evalCommand(paths, flags, concurrency);
+      // Not given: a local eval runs DEFAULT_EVAL_CONCURRENCY at once, a resumed eval what it was
+      // given, and with --queue the workers set the pace (every pair goes on the queue).
+      process.exitCode = await evalCommand(paths, flags, flags.concurrency);
     });
 }
 
 /** Options an eval stores and `--resume` reuses: giving them again would be silently ignored. */
-const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns', 'shard', 'evalId'] as const;
+const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns', 'shard', 'evalId', 'strict'] as const;
 
 function refuseWithResume(paths: string[], command: Command): void {
   const given = STORED.filter((key) => command.getOptionValueSource(key) === 'cli').map((key) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -123,20 +141,25 @@ export function rate(value: string): number {
 async function evalCommand(paths: string[], flags: EvalFlags, concurrency: number | undefined): Promise<number> {
   if (flags.resume === undefined) {
     if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files or folders, e.g. `silo eval fixtures/helpdesk --agent my-agent.ts`');
-    if (!flags.agent) throw new SiloError('SILO_USAGE', "required option '--agent <file>' not specified");
+    requireAgent(flags.agent, 'eval');
   }
   if (flags.failOnRegression && flags.baseline === undefined) {
     throw new SiloError('SILO_USAGE', '--fail-on-regression needs --baseline <evalId>: the eval to compare with');
   }
   const limits = limitsFromFlags(flags);
   // A resumed eval runs its stored agent, which decides the built-in variables it gets.
-  const agent = flags.resume === undefined ? flags.agent! : new EvalStore(flags.out, flags.resume).readSummary().options.agent;
+  const resumed = flags.resume === undefined ? undefined : resolveEvalId(flags.resume, resolve(flags.out));
+  const agent = resumed === undefined ? flags.agent! : new EvalStore(resolve(flags.out), resumed).readSummary().options.agent;
   const env = agentEnv(agent, flags.env ?? [], process.env);
   const agentOptions = agentOptionsFromFlags(flags);
 
   const printer = progressPrinter(process.stderr);
   const cancel = new AbortController();
-  const stopListening = onInterrupt(() => cancel.abort());
+  let evalId: string | undefined = resumed;
+  const stopListening = onInterrupt(
+    () => cancel.abort(),
+    () => (evalId === undefined ? undefined : `silo: continue with: silo eval --resume ${evalId}${outFlag(flags.out)}${flags.queue === undefined ? '' : ` --queue ${quote(flags.queue)}`}`),
+  );
   let summary: EvalSummary;
   try {
     summary = await runEval({
@@ -149,11 +172,15 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
       ...(agentOptions ? { agentOptions } : {}),
       outDir: flags.out,
       signal: cancel.signal,
-      onProgress: (p) => printer.update(p),
+      onProgress: (p) => {
+        evalId = p.evalId;
+        printer.update(p);
+      },
       ...(flags.agent ? { agent: flags.agent } : {}),
       ...(flags.task ? { task: flags.task } : {}),
       ...(flags.tag ? { tag: flags.tag } : {}),
-      ...(flags.resume ? { resume: flags.resume } : {}),
+      ...(resumed ? { resume: resumed } : {}),
+      ...(flags.strict ? { strict: true } : {}),
       ...(flags.reuseWorkers ? { reuseWorkers: true } : {}),
       isolation: flags.isolation,
       ...(flags.network ? {} : { noNetwork: true }),
@@ -176,8 +203,40 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
     const written = await writeReport({ evalId: summary.evalId, outDir: flags.out });
     process.stderr.write(`HTML report written to ${written.file}\n`);
   }
-  if (flags.failOnRegression && summary.status !== 'cancelled' && (summary.baseline?.regressed.length ?? 0) > 0) return 1;
-  return exitCode(summary, flags.minPassRate);
+  const regressed = flags.failOnRegression === true && summary.status !== 'cancelled' && (summary.baseline?.regressed.length ?? 0) > 0;
+  const code = regressed ? 1 : exitCode(summary, flags.minPassRate);
+  process.stderr.write(nextSteps(summary, code, flags));
+  return code;
+}
+
+/**
+ * What to type next, on stderr (stdout holds the report): after a cancel, the command that
+ * continues the eval; after a failure, the first failed run to read and the report; after a pass
+ * with suspicious runs, the first of them.
+ */
+export function nextSteps(summary: EvalSummary, code: number, flags: { out: string; report?: boolean; queue?: string }): string {
+  const out = outFlag(flags.out);
+  if (summary.status === 'cancelled') {
+    const queue = flags.queue === undefined ? '' : ` --queue ${quote(flags.queue)}`;
+    return `silo: cancelled; continue with: silo eval --resume ${summary.evalId}${out}${queue}\n`;
+  }
+  const lines = [...new EvalStore(resolve(flags.out), summary.evalId).readLines()].filter((l) => !l.retried && l.termination !== 'cancelled');
+  const failed = lines.find((l) => l.status !== 'passed');
+  const suspicious = lines.find((l) => l.status === 'passed' && l.suspicious !== undefined);
+  const steps: string[] = [];
+  if (code !== 0 && failed) steps.push(`silo show ${failed.runId}${out}   (the first run that ${failed.status === 'error' ? 'ended in error' : 'failed'})`);
+  else if (suspicious) steps.push(`silo show ${suspicious.runId}${out}   (the first suspicious pass)`);
+  if (steps.length > 0 && !flags.report) steps.push(`silo report ${summary.evalId}${out}   (every run, in the browser)`);
+  return steps.map((step) => `→ ${step}\n`).join('');
+}
+
+/** ` --out <dir>` when it is not the default, for commands to copy. */
+function outFlag(dir: string): string {
+  return resolve(dir) === resolve(DEFAULT_OUT_DIR) ? '' : ` --out ${quote(dir)}`;
+}
+
+function quote(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
 /** The report of an eval, as `--reporter` and `--output` ask (`silo merge` prints the same). */

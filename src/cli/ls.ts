@@ -1,6 +1,8 @@
 /** `silo ls`: recent runs and evals. */
 import type { Command } from 'commander';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { evalLocked } from '../eval/lock.js';
+import { suspicion } from '../inspect/diagnose.js';
 import { listEvalIds, listRunIds, readJson, reportedEvalStatus, reportedRun } from '../inspect/runs.js';
 import type { EvalSummary, ResultRecord, RunRecord } from '../types.js';
 import { integer } from './options.js';
@@ -12,7 +14,7 @@ export function registerLs(program: Command): void {
     .command('ls')
     .description('list recent runs and evals')
     .option('-o, --out <dir>', 'artifact folder to look in', '.silo')
-    .option('-n, --limit <n>', 'how many runs to list', integer(1), 20)
+    .option('-n, --limit <n>', 'how many runs, and how many evals, to list', integer(1), 20)
     .option('--json', 'print { runs, evals } as JSON')
     .action((flags: { out: string; limit: number; json?: boolean }) => {
       const runsDir = join(flags.out, 'runs');
@@ -31,13 +33,24 @@ export function registerLs(program: Command): void {
           startedAt: run?.startedAt ?? null,
           durationMs: run?.durationMs ?? null,
           agent: run?.agent ?? '?',
+          suspicious: suspicion(result?.status ?? '', result?.diagnosis ?? []) !== undefined,
         };
       });
-      const evals = listEvalIds(flags.out).map((id) => {
-        const summary = readJson<Pick<EvalSummary, 'status' | 'owner' | 'startedAt'> & { totals?: { runs?: number; passRate?: number } }>(
-          join(flags.out, 'evals', id, 'summary.json'),
-        );
-        return { evalId: id, status: summary?.status ? reportedEvalStatus(summary) : '?', startedAt: summary?.startedAt ?? null, runs: summary?.totals?.runs ?? null };
+      const evalIds = listEvalIds(flags.out);
+      const evals = evalIds.slice(0, flags.limit).map((id) => {
+        const dir = join(flags.out, 'evals', id);
+        const summary = readJson<Partial<EvalSummary>>(join(dir, 'summary.json'));
+        // `running` in a summary whose process is gone (its owner is dead, or its lock free): it stopped part-way.
+        const status = !summary?.status ? '?' : summary.status === 'running' && !evalLocked(dir) ? 'interrupted' : reportedEvalStatus({ status: summary.status, ...(summary.owner ? { owner: summary.owner } : {}) });
+        return {
+          evalId: id,
+          status,
+          agent: summary?.agent ?? '?',
+          startedAt: summary?.startedAt ?? null,
+          runs: summary?.totals?.runs ?? null,
+          passRate: summary?.totals?.passRate ?? null,
+          suspicious: summary?.totals?.suspicious ?? 0,
+        };
       });
       if (flags.json) {
         process.stdout.write(`${JSON.stringify({ runs, evals }, null, 2)}\n`);
@@ -50,15 +63,25 @@ export function registerLs(program: Command): void {
       }
       process.stdout.write(`${s.bold('Runs')} ${s.dim(`(${Math.min(ids.length, flags.limit)} of ${ids.length}, newest first)`)}\n`);
       for (const r of runs) {
-        const paint = r.status === 'passed' ? s.green : r.status === 'failed' ? s.red : s.yellow;
+        const paint = r.suspicious ? s.yellow : r.status === 'passed' ? s.green : r.status === 'failed' ? s.red : s.yellow;
         const score = r.score === null ? '  -  ' : r.score.toFixed(2);
         const when = r.startedAt ? r.startedAt.replace('T', ' ').slice(0, 19) : '';
         const took = r.durationMs === null ? '' : ms(r.durationMs);
-        process.stdout.write(`  ${r.runId}  ${paint(r.status.padEnd(7))} ${score}  ${r.taskId}  ${s.dim(`${r.termination ?? ''} ${took} ${when}`)}\n`);
+        process.stdout.write(`  ${r.runId}  ${paint(r.status.padEnd(7))} ${score}  ${r.taskId}${r.suspicious ? `  ${s.yellow('⚠ suspicious')}` : ''}  ${s.dim(`${r.termination ?? ''} ${took} ${when}`)}\n`);
       }
       if (evals.length > 0) {
-        process.stdout.write(`\n${s.bold('Evals')}\n`);
-        for (const e of evals) process.stdout.write(`  ${e.evalId}  ${e.status}  ${e.runs ?? '?'} runs  ${s.dim(e.startedAt ?? '')}\n`);
+        process.stdout.write(`\n${s.bold('Evals')} ${s.dim(`(${evals.length} of ${evalIds.length}, newest first)`)}\n`);
+        const idWidth = Math.max(...evals.map((e) => e.evalId.length));
+        for (const e of evals) {
+          const paint = e.status === 'completed' ? (e.passRate === 1 ? s.green : e.passRate === 0 ? s.red : (x: string) => x) : s.yellow;
+          const rate = e.passRate === null ? '   – ' : `${(100 * e.passRate).toFixed(0).padStart(3)}%`;
+          const when = e.startedAt ? e.startedAt.replace('T', ' ').slice(0, 19) : '';
+          const warn = e.suspicious ? `  ${s.yellow(`${e.suspicious} suspicious`)}` : '';
+          process.stdout.write(
+            `  ${e.evalId.padEnd(idWidth)}  ${paint(e.status.padEnd(11))} ${rate}  ${String(e.runs ?? '?').padStart(5)} runs  ${basename(e.agent)}${warn}  ${s.dim(when)}\n`,
+          );
+        }
+        if (evalIds.length > evals.length) process.stdout.write(s.dim(`  … ${evalIds.length - evals.length} older (--limit ${evalIds.length})\n`));
       }
     });
 }

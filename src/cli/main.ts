@@ -23,6 +23,8 @@ export function createProgram(): Command {
     .description('Grade AI agents inside in-memory simulated worlds.')
     .version(SILO_VERSION, '-v, --version')
     .showSuggestionAfterError()
+    // One prefix for every error, commander's own ("error: unknown option") and Silo's.
+    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'silo: ')) })
     .exitOverride()
     .addHelpText(
       'after',

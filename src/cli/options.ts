@@ -1,11 +1,36 @@
 /** Parsers for CLI option values: each rejects bad input with a one-line usage error. */
 import { InvalidArgumentError } from 'commander';
+import { SiloError } from '../errors.js';
 import type { AgentOptions, Limits } from '../types.js';
 import type { Isolation } from '../pool/pool.js';
 import { DEFAULT_MAX_TURNS } from '../options.js';
 
 /** The help text of `--agent` (run and eval). */
 export const AGENT_HELP = 'the agent module (default-exports the agent function), or a built-in agent: openai:<model> or anthropic:<model>';
+
+/**
+ * What the exit codes mean, for `--help`. A run's own failures (an agent that does not load, a
+ * world that cannot be built, a verifier that throws) are runs with status `error`: exit 1, with
+ * artifacts. Exit 2 is for what stops Silo before a run can be recorded.
+ */
+export const EXIT_CODES_HELP =
+  'Exit codes: 0 every run passed; 1 a run failed or ended in error (an agent that does not load, a\n' +
+  'createState that fails or reuses its world, a verifier that throws: each is recorded as a run with\n' +
+  'status error); 2 usage or set-up error, before any run is recorded (bad flags, a missing file, a task\n' +
+  'file that does not load, a malformed schema, an artifact folder that cannot be written).';
+
+/** The help text of `--strict` (run and eval). */
+export const STRICT_HELP =
+  'fail a run whose answer has no successful tool call behind it (ungrounded_answer), as a failed check named grounded; without it, such a pass is shown as suspicious';
+
+/** `--agent`, which `run` and `eval` both need (an eval being resumed has its own): one message for both. */
+export function requireAgent(agent: string | undefined, command: 'run' | 'eval'): string {
+  if (agent !== undefined && agent !== '') return agent;
+  throw new SiloError(
+    'SILO_USAGE',
+    `--agent is required: the agent module (default-exports the agent function) or openai:<model> / anthropic:<model>, e.g. \`silo ${command} ${command === 'run' ? 'tasks.ts' : 'evals/'} --agent my-agent.ts\``,
+  );
+}
 
 /** The help text of `--env`. */
 export const ENV_HELP =

@@ -4,8 +4,23 @@ import { join, relative, resolve } from 'node:path';
 import { loadTasks } from '../load.js';
 import { selectTasks } from '../filter.js';
 import { runRollout } from '../rollout/rollout.js';
-import type { RunResult } from '../types.js';
-import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, isolation, ISOLATION_HELP, limitsFromFlags, MAX_TURNS_HELP, NO_NETWORK_HELP } from './options.js';
+import type { Diagnosis, RunResult } from '../types.js';
+import { suspicion } from '../inspect/diagnose.js';
+import {
+  AGENT_HELP,
+  agentOptionsFromFlags,
+  collect,
+  ENV_HELP,
+  EXIT_CODES_HELP,
+  integer,
+  isolation,
+  ISOLATION_HELP,
+  limitsFromFlags,
+  MAX_TURNS_HELP,
+  NO_NETWORK_HELP,
+  requireAgent,
+  STRICT_HELP,
+} from './options.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import { agentEnv } from '../agents/builtin.js';
 import { createStyle } from '../inspect/style.js';
@@ -13,7 +28,8 @@ import { ms } from '../inspect/show.js';
 import { onInterrupt } from './signals.js';
 
 interface RunFlags {
-  agent: string;
+  agent?: string;
+  strict?: boolean;
   isolation: Isolation;
   network: boolean;
   env?: string[];
@@ -33,7 +49,7 @@ export function registerRun(program: Command): void {
     .command('run')
     .description('run an agent on the tasks of a task file, one rollout each, and write the artifacts')
     .argument('<task-file>', 'a module that default-exports a task or an array of tasks (.js, .mjs, .ts)')
-    .requiredOption('-a, --agent <file>', AGENT_HELP)
+    .option('-a, --agent <file>', AGENT_HELP)
     .option('-e, --env <name>', ENV_HELP, collect)
     .option('--max-turns <n>', MAX_TURNS_HELP, integer(1))
     .option('-t, --task <id>', 'only tasks with this id or glob, e.g. "helpdesk/*" (repeatable)', collect)
@@ -45,10 +61,11 @@ export function registerRun(program: Command): void {
     .option('--isolation <mode>', ISOLATION_HELP, isolation, 'process')
     .option('--no-network', NO_NETWORK_HELP)
     .option('-o, --out <dir>', 'artifact folder: writes <dir>/runs/<runId>/', '.silo')
+    .option('--strict', STRICT_HELP)
     .option('--json', 'print a JSON array of { runId, taskId, status, score, termination, runDir } instead')
     .addHelpText(
       'after',
-      '\nExit codes: 0 every run passed, 1 a run failed or had an error, 2 usage or set-up error.\n' +
+      `\n${EXIT_CODES_HELP}\n` +
         'Examples:\n  silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts --task helpdesk/close-ticket\n' +
         '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 silo run fixtures/helpdesk/tasks.ts --agent openai:qwen2.5:7b',
     )
@@ -58,9 +75,10 @@ export function registerRun(program: Command): void {
 }
 
 async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
+  const agent = requireAgent(flags.agent, 'run');
   const tasks = selectTasks(await loadTasks([taskFile]), { ...(flags.task ? { task: flags.task } : {}), ...(flags.tag ? { tag: flags.tag } : {}) });
   const limits = limitsFromFlags(flags);
-  const env = agentEnv(flags.agent, flags.env ?? [], process.env);
+  const env = agentEnv(agent, flags.env ?? [], process.env);
   const agentOptions = agentOptionsFromFlags(flags);
 
   const pool = createRunner(flags.isolation, { noNetwork: !flags.network });
@@ -74,8 +92,9 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
       const result = await runRollout({
         task,
         taskFile: file,
-        agent: flags.agent,
+        agent,
         pool,
+        ...(flags.strict ? { strict: true } : {}),
         env,
         ...(agentOptions ? { agentOptions } : {}),
         limits,
@@ -98,7 +117,12 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
     const passed = results.filter((r) => r.status === 'passed').length;
     const failed = results.filter((r) => r.status === 'failed').length;
     const errors = results.length - passed - failed;
-    const parts = [s.green(`${passed} passed`), failed ? s.red(`${failed} failed`) : '', errors ? s.yellow(`${errors} error`) : ''].filter(Boolean);
+    const suspicious = results.filter((r) => suspicion(r.status, r.diagnosis)).length;
+    const parts = [
+      s.green(`${passed} passed`) + (suspicious ? ` (${s.yellow(`${suspicious} suspicious`)})` : ''),
+      failed ? s.red(`${failed} failed`) : '',
+      errors ? s.yellow(`${errors} error`) : '',
+    ].filter(Boolean);
     const runsDir = join(resolve(flags.out), 'runs');
     const where = relative(process.cwd(), runsDir).startsWith('..') ? runsDir : relative(process.cwd(), runsDir);
     process.stdout.write(`\n${results.length} run${results.length === 1 ? '' : 's'}: ${parts.join(', ')}  ${s.dim(`artifacts in ${where}/`)}\n`);
@@ -110,23 +134,28 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
 /** Findings that say how a run ended. */
 const ENDINGS = new Set<string>(['threw', 'load_error', 'crashed', 'timeout', 'tool_call_limit', 'out_of_memory']);
 
-function formatLine(r: RunResult, s: ReturnType<typeof createStyle>): string {
-  const mark = r.status === 'passed' ? s.green('✓') : r.status === 'failed' ? s.red('✗') : s.yellow('!');
+export function formatLine(r: RunResult, s: ReturnType<typeof createStyle>): string {
+  // A pass whose answer had nothing behind it is a pass with a warning (--strict fails it).
+  const suspicious = suspicion(r.status, r.diagnosis) !== undefined;
+  const mark = suspicious ? s.yellow('⚠') : r.status === 'passed' ? s.green('✓') : r.status === 'failed' ? s.red('✗') : s.yellow('!');
   const score = r.score === null ? '  -  ' : r.score.toFixed(2);
-  const head = `${mark} ${r.taskId}  ${r.status}  ${score}  ${r.termination}  ${r.toolCalls} call${r.toolCalls === 1 ? '' : 's'}  ${ms(r.durationMs)}`;
+  const head = `${mark} ${r.taskId}  ${r.status}  ${score}  ${r.termination}  ${r.toolCalls} call${r.toolCalls === 1 ? '' : 's'}  ${ms(r.durationMs)}${suspicious ? `  ${s.yellow('suspicious')}` : ''}`;
   const lines = [head];
   if (r.error) lines.push(`    ${s.yellow(r.error.code)}: ${r.error.message}`);
   // The diagnosis says how it went wrong; the failed checks below say what was expected.
-  if (r.status !== 'passed') {
-    // How the run ended (what the agent threw, the limit it hit) comes first; the rest in trace order.
+  if (r.status !== 'passed' || suspicious) {
+    // How the run ended (what the agent threw, the limit it hit) comes first, then an ungrounded
+    // answer (never cut), then the rest in trace order.
     const findings = r.diagnosis.filter((f) => f.code !== 'self_corrected');
-    const shown = [...findings.filter((f) => ENDINGS.has(f.code)), ...findings.filter((f) => !ENDINGS.has(f.code))].slice(0, 3);
-    for (const d of shown) lines.push(`    ${s.yellow(d.code)}: ${d.message}`);
+    const rank = (f: Diagnosis): number => (ENDINGS.has(f.code) ? 0 : f.code === 'ungrounded_answer' ? 1 : 2);
+    const shown = [0, 1, 2].flatMap((i) => findings.filter((f) => rank(f) === i)).slice(0, 3);
+    // The call a finding blames, numbered as `silo show` numbers it (the answer needs no pointer).
+    for (const d of shown) lines.push(`    ${s.yellow(d.code)}${d.at?.startsWith('call #') ? s.dim(` (${d.at})`) : ''}: ${d.message}`);
   }
   for (const c of r.checks.filter((c) => !c.pass).slice(0, 5)) {
     const detail = c.message ?? ('expected' in c ? `expected ${JSON.stringify(c.expected)}, actual ${JSON.stringify(c.actual)}` : '');
     lines.push(`    ${s.red('✗')} ${c.name}${detail ? s.dim(`: ${detail.slice(0, 200)}`) : ''}`);
   }
-  if (r.status !== 'passed') lines.push(`    ${s.dim(`→ silo show ${r.runId}`)}`);
+  if (r.status !== 'passed' || suspicious) lines.push(`    ${s.dim(`→ silo show ${r.runId}`)}`);
   return lines.join('\n');
 }

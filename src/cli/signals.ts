@@ -1,6 +1,7 @@
 /** SIGINT/SIGTERM: the first one asks the work to stop cleanly, a second one exits at once. */
 
-export function onInterrupt(stop: () => void): () => void {
+/** `farewell` says, when the second signal exits at once, how to pick the work up again. */
+export function onInterrupt(stop: () => void, farewell?: () => string | undefined): () => void {
   let count = 0;
   const handler = (): void => {
     count++;
@@ -8,6 +9,8 @@ export function onInterrupt(stop: () => void): () => void {
       process.stderr.write('\nsilo: stopping (artifacts are being written); press Ctrl-C again to exit now\n');
       stop();
     } else {
+      const words = farewell?.();
+      if (words) process.stderr.write(`${words}\n`);
       process.exit(130);
     }
   };

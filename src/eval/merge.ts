@@ -13,6 +13,7 @@ import type { EvalOptionsRecord, EvalRunLine, EvalSummary } from '../types.js';
 import { isInfrastructureFailure } from './run-eval.js';
 import { checkEvalId, EvalStore } from './store.js';
 import { Tally } from './tally.js';
+import { outDirAccess } from '../out-dir.js';
 
 /** Options of mergeEvals. */
 export interface MergeOptions {
@@ -82,18 +83,20 @@ export async function mergeEvals(options: MergeOptions): Promise<EvalSummary> {
     ...tally.stats(first.summary.trials),
   };
 
-  await store.open();
-  try {
-    for (const { line, runsDir } of lines) {
-      const from = join(runsDir, line.runId);
-      const to = join(outDir, 'runs', line.runId);
-      if (existsSync(from) && !existsSync(to)) cpSync(from, to, { recursive: true });
-      store.append(line);
+  await outDirAccess(outDir, async () => {
+    await store.open();
+    try {
+      for (const { line, runsDir } of lines) {
+        const from = join(runsDir, line.runId);
+        const to = join(outDir, 'runs', line.runId);
+        if (existsSync(from) && !existsSync(to)) cpSync(from, to, { recursive: true });
+        store.append(line);
+      }
+    } finally {
+      await store.close();
     }
-  } finally {
-    await store.close();
-  }
-  await store.writeSummary(summary);
+    await store.writeSummary(summary);
+  });
   return summary;
 }
 
@@ -161,9 +164,9 @@ function checkShards(shards: ShardEval[]): ShardEval {
 /** What makes two shards' evals different evals (paths may differ between machines, so only the agent's file name counts). */
 function differs(a: EvalSummary, b: EvalSummary): string | undefined {
   const same = (x: unknown, y: unknown): boolean => JSON.stringify(x) === JSON.stringify(y);
-  const pick = (o: EvalOptionsRecord) => ({ trials: o.trials, task: o.task, tag: o.tag, limits: o.limits, retries: o.retries });
+  const pick = (o: EvalOptionsRecord) => ({ trials: o.trials, task: o.task, tag: o.tag, limits: o.limits, retries: o.retries, strict: o.strict === true });
   if (!same(a.tasks.map((t) => t.taskId), b.tasks.map((t) => t.taskId))) return 'their tasks';
   if (basename(a.options.agent) !== basename(b.options.agent)) return 'their agent';
-  if (!same(pick(a.options), pick(b.options))) return 'their options (trials, filters, limits or retries)';
+  if (!same(pick(a.options), pick(b.options))) return 'their options (trials, filters, limits, retries or --strict)';
   return undefined;
 }

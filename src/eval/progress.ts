@@ -55,10 +55,23 @@ export function linePrinter<P>(
 export function formatProgress(p: EvalProgress): string {
   const seconds = p.elapsedMs / 1000;
   const rate = seconds > 0 ? p.done / seconds : 0;
-  const left = p.total - p.done;
-  const eta = rate > 0 ? `ETA ${duration(left / rate)}` : 'ETA –';
+  const secondsLeft = etaSeconds(p, rate);
+  const eta = secondsLeft === undefined ? 'ETA –' : `ETA ${duration(secondsLeft)}`;
   const retries = p.retries > 0 ? ` · ${p.retries} retried` : '';
   return `${p.done}/${p.total} · ${p.passed} passed, ${p.failed} failed, ${p.errors} errors${retries} · ${p.running} running · ${rate.toFixed(1)}/s · ${eta}`;
+}
+
+/**
+ * Seconds left. While rollouts run, Little's law: `running` runs in flight that take `meanRunMs`
+ * each finish `running / meanRunMs` runs a millisecond. The rate since the start would count the
+ * start-up (a sandbox booting, the first workers starting) as if every run paid it, and on a
+ * 15-second eval it said 5 minutes. Without runs in flight, the rate since the start.
+ */
+function etaSeconds(p: EvalProgress, rate: number): number | undefined {
+  const left = p.total - p.done;
+  if (p.done === 0) return undefined;
+  if (p.running > 0 && p.meanRunMs !== null && p.meanRunMs !== undefined) return (p.meanRunMs * left) / p.running / 1000;
+  return rate > 0 ? left / rate : undefined;
 }
 
 function duration(seconds: number): string {

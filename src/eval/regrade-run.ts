@@ -70,7 +70,9 @@ export async function regradeRun(dir: string, findTask: TaskFinder, regradedAt: 
   const trace = readTrace(join(dir, 'trace.jsonl'));
   // The verifier saw the trace as it stood before the run's end was recorded.
   const seen = trace.filter((e) => e.type !== 'run_finished');
-  const graded = await grade(task, { initial: worlds.initial, final: worlds.final, output: old.output, trace: seen }, changes);
+  // A run graded strictly (`--strict` at the time, or the task says so today) is again.
+  const strict = run.strict === true || task.strict === true;
+  const graded = await grade(task, { initial: worlds.initial, final: worlds.final, output: old.output, trace: seen }, changes, undefined, strict);
   // A grade replaces a verifier error; what else the run recorded (how its agent crashed) stays.
   const error: ErrorInfo | undefined = graded.status === 'error' ? graded.error : old.error?.code === 'verifier_error' ? undefined : old.error;
   const diagnosis = diagnose({ trace, changes, checks: graded.checks, output: old.output, termination: old.termination, status: graded.status, task });
@@ -87,7 +89,7 @@ export async function regradeRun(dir: string, findTask: TaskFinder, regradedAt: 
   copyFileSync(join(dir, 'result.json'), join(dir, `result.${nextResultNumber(dir)}.json`));
   await writeJsonAtomic(join(dir, 'result.json'), result);
   const from = old.status as Exclude<RunStatus, 'running'>;
-  const record: RunRecord = { ...run, status: result.status, regradedAt };
+  const record: RunRecord = { ...run, status: result.status, regradedAt, ...(strict ? { strict: true as const } : {}) };
   await writeJsonAtomic(join(dir, 'run.json'), record);
   return {
     kind: 'regraded',

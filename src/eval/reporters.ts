@@ -13,35 +13,49 @@ export const REPORTERS: readonly ReporterName[] = ['default', 'json', 'junit'];
 export function tableReport(summary: EvalSummary, s: Style): string {
   const ks = Object.keys(summary.tasks[0]?.passAtK ?? {});
   const kMax = ks.at(-1) ?? '1';
-  const header = ['task', 'runs', 'pass rate', `pass@${kMax}`, `pass^${kMax}`, 'score', 'p50', 'p95', ''];
+  // Errors get a column of their own when there are any, so every column stays aligned.
+  const withErrors = summary.tasks.some((t) => t.errors > 0);
+  const header = ['task', 'runs', ...(withErrors ? ['errors'] : []), 'pass rate', `pass@${kMax}`, `pass^${kMax}`, 'score', 'p50', 'p95', ''];
   const rows = summary.tasks.map((t) => [
     t.taskId,
-    `${t.passed}/${t.passed + t.failed}${t.errors ? ` +${t.errors}err` : ''}`,
+    `${t.passed}/${t.passed + t.failed}`,
+    ...(withErrors ? [t.errors ? String(t.errors) : ''] : []),
     pct(t.passRate),
     num(t.passAtK[kMax]),
     num(t.passHatK[kMax]),
     num(t.meanScore),
     t.p50Ms === null ? '–' : ms(t.p50Ms),
     t.p95Ms === null ? '–' : ms(t.p95Ms),
-    t.flaky ? 'flaky' : '',
+    [t.flaky ? 'flaky' : '', t.suspicious ? `${t.suspicious} suspicious` : ''].filter(Boolean).join(', '),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  const last = header.length - 1;
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 || i === last ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
   const paint = (row: string[], text: string): string => {
-    const rate = summary.tasks.find((t) => t.taskId === row[0])?.passRate;
+    const task = summary.tasks.find((t) => t.taskId === row[0]);
+    const rate = task?.passRate;
+    if (task?.suspicious) return s.yellow(text);
     return rate === 1 ? s.green(text) : rate === 0 ? s.red(text) : rate === null ? s.yellow(text) : text;
   };
   const out = [s.bold(line(header)), ...rows.map((r) => paint(r, line(r)))];
   const t = summary.totals;
   const ci = t.passRateCi95 ? ` (95% CI ${pct(t.passRateCi95[0])}–${pct(t.passRateCi95[1])})` : '';
   const status = summary.status === 'completed' ? '' : ` · ${s.yellow(summary.status)}`;
+  const suspicious = t.suspicious ? ` (${s.yellow(`${t.suspicious} suspicious`)})` : '';
   out.push(
     '',
-    `${t.runs} runs · ${s.green(`${t.passed} passed`)} · ${t.failed ? s.red(`${t.failed} failed`) : '0 failed'} · ${t.errors ? s.yellow(`${t.errors} errors`) : '0 errors'}` +
+    `${t.runs} runs · ${s.green(`${t.passed} passed`)}${suspicious} · ${t.failed ? s.red(`${t.failed} failed`) : '0 failed'} · ${t.errors ? s.yellow(plural(t.errors, 'error')) : '0 errors'}` +
       `${t.retries ? ` · ${t.retries} retried` : ''} · pass rate ${pct(t.passRate)}${ci} · ${ms(summary.durationMs ?? 0)}${status}`,
     s.dim(`eval ${summary.evalId} · trials ${summary.trials} · pass@k/pass^k for k in ${ks.join(', ') || '–'} in summary.json`),
   );
+  if (t.suspicious) {
+    out.push(s.yellow(`suspicious: passed, but the answer had no successful tool call behind it (ungrounded_answer); --strict fails such runs`));
+  }
   return out.join('\n');
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
 /** JUnit XML: a testsuite per task, a testcase per run. */
@@ -54,18 +68,27 @@ export function junitReport(summary: EvalSummary, lines: Iterable<EvalRunLine>):
   }
   const byTask = new Map([...byTrial].map(([taskId, trials]) => [taskId, [...trials.values()]]));
   const t = summary.totals;
+  // The top level's time is its suites' times added up, as JUnit readers expect (runs overlap,
+  // so that is more than the eval's wall time, which is in summary.json).
+  const total = [...byTask.values()].reduce((sum, runs) => sum + runs.reduce((s, r) => s + Math.round(r.durationMs), 0), 0);
   const out = [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="silo eval ${attr(summary.evalId)}" tests="${t.runs}" failures="${t.failed}" errors="${t.errors}" time="${secs(summary.durationMs ?? 0)}">`,
+    `<testsuites name="silo eval ${attr(summary.evalId)}" tests="${t.runs}" failures="${t.failed}" errors="${t.errors}" time="${secs(total)}">`,
   ];
   for (const [taskId, runs] of byTask) {
     runs.sort((a, b) => a.trial - b.trial);
     const failures = runs.filter((r) => r.status === 'failed').length;
     const errors = runs.filter((r) => r.status === 'error').length;
-    const time = runs.reduce((sum, r) => sum + r.durationMs, 0);
+    const time = runs.reduce((sum, r) => sum + Math.round(r.durationMs), 0);
     out.push(`  <testsuite name="${attr(taskId)}" tests="${runs.length}" failures="${failures}" errors="${errors}" time="${secs(time)}">`);
     for (const r of runs) {
-      const open = `    <testcase classname="${attr(taskId)}" name="${attr(`${taskId} trial ${r.trial}`)}" time="${secs(r.durationMs)}"`;
+      const open = `    <testcase classname="${attr(taskId)}" name="${attr(`${taskId} trial ${r.trial}`)}" time="${secs(Math.round(r.durationMs))}"`;
+      if (r.status === 'passed' && r.suspicious !== undefined) {
+        // A pass with a warning: JUnit has no such verdict, so a note that CI pages show.
+        const note = `suspicious: passed, but ungrounded_answer: ${r.suspicious} (--strict fails it)\nsilo show ${r.runId}`;
+        out.push(`${open}>`, `      <system-out>${text(note)}</system-out>`, '    </testcase>');
+        continue;
+      }
       if (r.status === 'passed') {
         out.push(`${open}/>`);
         continue;
@@ -75,7 +98,7 @@ export function junitReport(summary: EvalSummary, lines: Iterable<EvalRunLine>):
           ? (r.failed ?? []).map((c) => `${c.name}${c.message ? `: ${c.message}` : ''}`).join('; ') || 'a check failed'
           : `${r.error?.code ?? 'error'}: ${r.error?.message ?? 'no grade'}`;
       const tag = r.status === 'failed' ? 'failure' : 'error';
-      const body = `run ${r.runId} · termination ${r.termination} · score ${r.score ?? '–'}\nsilo show ${r.runId}`;
+      const body = `run ${r.runId} · termination ${r.termination} · score ${r.score === null ? '–' : r.score.toFixed(2)}\nsilo show ${r.runId}`;
       out.push(`${open}>`, `      <${tag} message="${attr(detail)}" type="${r.termination}">${text(body)}</${tag}>`, '    </testcase>');
     }
     out.push('  </testsuite>');

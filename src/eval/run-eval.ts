@@ -5,8 +5,8 @@
  * only the (task, trial) pairs without a finished run. Infrastructure failures are retried.
  */
 import { setMaxListeners } from 'node:events';
-import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, rmdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { SiloError } from '../errors.js';
 import { selectTasks } from '../filter.js';
@@ -22,7 +22,11 @@ import { baselineReader } from './compare-evals.js';
 import { discoverTaskFiles } from './discover.js';
 import { localRunner, type RunnerFactory } from './runner.js';
 import { inShard, type Shard } from './shard.js';
-import { EvalStore, newEvalId } from './store.js';
+import { checkEvalId, EvalStore, newEvalId } from './store.js';
+import { outDirAccess } from '../out-dir.js';
+import { lockEval } from './lock.js';
+import { resolveEvalId } from '../inspect/runs.js';
+import { suspicion } from '../inspect/diagnose.js';
 import { Tally } from './tally.js';
 
 /** Options of runEval. */
@@ -40,7 +44,7 @@ export interface EvalOptions {
   agentOptions?: AgentOptions;
   /** Trials per task (k). Default 1. */
   trials?: number;
-  /** Rollouts running at once. Default 32 (agents mostly wait on models). */
+  /** Rollouts running at once. Default 32 (agents mostly wait on models); a resumed eval keeps the one it was given. */
   concurrency?: number;
   /** Task ids or globs (OR), ANDed with `tag`. */
   task?: string[];
@@ -50,8 +54,10 @@ export interface EvalOptions {
   outDir?: string;
   /** Times an infrastructure failure (crashed worker, internal error) is retried. Default 2. */
   retries?: number;
-  /** Continue this eval: its stored options are used; only unfinished pairs run. */
+  /** Continue this eval (its id, or a unique prefix or suffix of it): its stored options are used; only unfinished pairs run. */
   resume?: string;
+  /** An ungrounded answer fails the run (a failed `grounded` check) instead of passing with a warning. Stored for `resume`. */
+  strict?: boolean;
   /** The evalId of a new eval (letters, digits, `.`, `_`, `-`); a fresh ULID by default. */
   evalId?: string;
   /** Run only this shard of the (task, trial) pairs (see src/eval/shard.ts); stored for `resume`. */
@@ -86,6 +92,8 @@ export interface EvalProgress {
   retries: number;
   running: number;
   elapsedMs: number;
+  /** Mean duration of the runs finished so far, ms (null before the first): the ETA's yardstick. */
+  meanRunMs: number | null;
 }
 
 interface Pair {
@@ -95,12 +103,38 @@ interface Pair {
 
 export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const outDir = resolve(options.outDir ?? DEFAULT_OUT_DIR);
-  const concurrency = options.concurrency ?? DEFAULT_EVAL_CONCURRENCY;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new SiloError('SILO_USAGE', `concurrency must be an integer >= 1 (got ${concurrency})`);
+  if (options.concurrency !== undefined && (!Number.isInteger(options.concurrency) || options.concurrency < 1)) {
+    throw new SiloError('SILO_USAGE', `concurrency must be an integer >= 1 (got ${options.concurrency})`);
+  }
+  // An id asked for is checked for its form here and for being free once the folder is ours.
+  const evalId =
+    options.resume !== undefined ? resolveEvalId(options.resume, outDir) : options.evalId !== undefined ? checkEvalId(options.evalId) : newEvalId(outDir, undefined);
+  // A new eval's options are checked before anything is written.
+  const fresh = options.resume === undefined ? recordOptions(options) : undefined;
+  if (fresh) checkAgent(fresh.agent);
+  const store = new EvalStore(outDir, evalId);
+  const created = [outDir, join(outDir, 'evals'), store.dir].filter((dir) => !existsSync(dir));
+  // The folder is this process's until the eval ends: a second eval of the same id is refused.
+  const lock = await outDirAccess(outDir, () => lockEval(store.dir, evalId));
+  try {
+    return await runLocked(options, outDir, evalId, store, fresh);
+  } finally {
+    lock.release();
+    // An eval that stopped before writing anything leaves no empty folder behind.
+    if (!existsSync(store.summaryFile)) for (const dir of created.reverse()) removeEmptyFolder(dir);
+  }
+}
 
-  const previous = options.resume === undefined ? undefined : new EvalStore(outDir, options.resume).readSummary();
-  const record = previous?.options ?? recordOptions(options);
-  const evalId = previous?.evalId ?? newEvalId(outDir, options.evalId);
+async function runLocked(options: EvalOptions, outDir: string, evalId: string, store: EvalStore, fresh: EvalOptionsRecord | undefined): Promise<EvalSummary> {
+  // Read under the lock: another process may have finished writing either since we looked.
+  const previous = fresh ? undefined : store.readSummary();
+  if (fresh && options.evalId !== undefined) newEvalId(outDir, options.evalId);
+  const record = previous ? { ...previous.options } : fresh!;
+  // A resumed eval keeps the concurrency it was given unless it is given another.
+  const asked = options.concurrency ?? record.concurrency;
+  if (asked === undefined) delete record.concurrency;
+  else record.concurrency = asked;
+  const concurrency = asked ?? DEFAULT_EVAL_CONCURRENCY;
   checkAgent(record.agent);
   resolveLimits(record.limits);
   const env = options.env ?? {};
@@ -108,7 +142,6 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   const baseline = options.baseline === undefined ? undefined : baselineReader(options.baseline, outDir);
 
   const tasks = selectTasks(await loadTasks(record.taskFiles), { task: record.task, tag: record.tag });
-  const store = new EvalStore(outDir, evalId);
   const tally = new Tally(tasks.map((t) => t.task.id));
   const finished = new Set<string>();
   // Attempts already made per pair: a resumed pair's next attempt gets a number of its own.
@@ -125,10 +158,9 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   }
   // Trial-major order: early results cover every task.
   const pairs: Pair[] = [];
-  let position = 0;
   for (let trial = 0; trial < record.trials; trial++) {
-    for (const loaded of tasks) {
-      if (inShard(position++, record.shard) && !finished.has(pairKey(loaded.task.id, trial))) pairs.push({ loaded, trial });
+    for (const [index, loaded] of tasks.entries()) {
+      if (inShard(index, trial, record.shard) && !finished.has(pairKey(loaded.task.id, trial))) pairs.push({ loaded, trial });
     }
   }
   // Made before anything is written: a runner that cannot start leaves no half-written eval.
@@ -149,7 +181,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     outDir,
     env,
     ...(options.signal ? { signal: options.signal } : {}),
-    ...(options.concurrency === undefined ? {} : { concurrency }),
+    ...(asked === undefined ? {} : { concurrency }),
   });
 
   const started = previous ? new Date(previous.startedAt) : new Date();
@@ -174,8 +206,10 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   };
 
   try {
-    await store.open();
-    await store.writeSummary(summary('running'));
+    await outDirAccess(outDir, async () => {
+      await store.open();
+      await store.writeSummary(summary('running'));
+    });
   } catch (error) {
     await runner.close(false);
     throw error;
@@ -188,7 +222,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   let failure: { error: unknown } | undefined;
   const progress = (): void => {
     try {
-      options.onProgress?.({ evalId, total, ...tally.counts(), retries: tally.retries, running, elapsedMs: performance.now() - t0 });
+      options.onProgress?.({ evalId, total, ...tally.counts(), retries: tally.retries, running, elapsedMs: performance.now() - t0, meanRunMs: tally.meanDurationMs() });
     } catch (error) {
       failure ??= { error };
     }
@@ -292,6 +326,7 @@ export function isInfrastructureFailure(result: Pick<RunResult, 'termination' | 
 /** A run's line in runs.jsonl (also what `regrade` rewrites a regraded run's line with). */
 export function toLine(result: RunResult, trial: number, retried: boolean): EvalRunLine {
   const failedChecks = result.checks.filter((c) => !c.pass).slice(0, 20);
+  const suspicious = suspicion(result.status, result.diagnosis);
   return {
     runId: result.runId,
     taskId: result.taskId,
@@ -303,6 +338,7 @@ export function toLine(result: RunResult, trial: number, retried: boolean): Eval
     ...(retried ? { retried: true } : {}),
     ...(failedChecks.length > 0 ? { failed: failedChecks.map((c) => (c.message === undefined ? { name: c.name } : { name: c.name, message: c.message })) } : {}),
     ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+    ...(suspicious ? { suspicious: suspicious.message } : {}),
   };
 }
 
@@ -329,6 +365,7 @@ function recordOptions(options: EvalOptions): EvalOptionsRecord {
     ...(options.env && Object.keys(options.env).length > 0 ? { env: Object.keys(options.env).sort() } : {}),
     ...(options.agentOptions ? { agentOptions: options.agentOptions } : {}),
     ...(shard ? { shard: { index: shard.index, count: shard.count } } : {}),
+    ...(options.strict ? { strict: true as const } : {}),
   };
 }
 
@@ -346,6 +383,14 @@ function checkAgent(agent: string): void {
   if (parseBuiltinAgent(agent)) return;
   if (!existsSync(agent) || !statSync(agent).isFile()) {
     throw new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${agent}; pass the path of a module that default-exports the agent function`);
+  }
+}
+
+function removeEmptyFolder(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not empty, or gone: leave it
   }
 }
 

@@ -69,6 +69,7 @@ export function localRunner(context: RunnerContext, pool: AgentRunner, slots: nu
         limits: record.limits,
         ...(env ? { env } : {}),
         ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
+        ...(record.strict ? { strict: true } : {}),
         outDir,
         pool,
         preparedAgents,

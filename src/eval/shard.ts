@@ -1,9 +1,13 @@
 /**
- * `--shard i/n`: a deterministic 1/n of an eval's (task, trial) pairs, for CI matrices. Pairs are
- * numbered in the eval's own order (trial-major: trial 0 of every task, then trial 1, ...; tasks
- * in the order their files and exports list them), and shard i of n takes the pairs whose number
- * leaves remainder i − 1 when divided by n. Round-robin spreads every task's trials and the slow
- * tasks over the shards; the same task files, filters and trials give every machine the same split.
+ * `--shard i/n`: a deterministic 1/n of an eval's (task, trial) pairs, for CI matrices. With tasks
+ * numbered t = 0, 1, ... in the order their files and exports list them, shard i of n takes the
+ * pairs (t, trial) where t + trial leaves remainder i − 1 when divided by n. Each task's trials
+ * are dealt round the shards (trial 0 of task t to shard t mod n, trial 1 to the next shard, ...),
+ * so with at least n trials every shard runs trials of every task, and each trial's tasks are dealt
+ * round the shards too, so shard sizes differ by at most one per trial and slow tasks are spread.
+ * (Numbering the pairs in one sequence and dealing them round-robin, as a first version did, gave
+ * each shard whole tasks whenever the task count was a multiple of n.) The same task files,
+ * filters and trials give every machine the same split.
  */
 import { SiloError } from '../errors.js';
 
@@ -24,7 +28,7 @@ export function parseShard(text: string): Shard {
   return { index, count };
 }
 
-/** Whether pair number `position` (0-based, in eval order) belongs to `shard`. */
-export function inShard(position: number, shard: Shard | undefined): boolean {
-  return shard === undefined || position % shard.count === shard.index - 1;
+/** Whether trial `trial` of the task at `taskIndex` (both 0-based) belongs to `shard`. */
+export function inShard(taskIndex: number, trial: number, shard: Shard | undefined): boolean {
+  return shard === undefined || (taskIndex + trial) % shard.count === shard.index - 1;
 }

@@ -9,6 +9,7 @@ interface TaskTally {
   passed: number;
   failed: number;
   errors: number;
+  suspicious: number;
   scoreSum: number;
   durations: number[];
 }
@@ -16,10 +17,11 @@ interface TaskTally {
 export class Tally {
   readonly #tasks = new Map<string, TaskTally>();
   #retries = 0;
+  #durationSum = 0;
 
   /** `taskIds` fixes the order of the summary's tasks. */
   constructor(taskIds: readonly string[]) {
-    for (const id of taskIds) this.#tasks.set(id, { passed: 0, failed: 0, errors: 0, scoreSum: 0, durations: [] });
+    for (const id of taskIds) this.#tasks.set(id, { passed: 0, failed: 0, errors: 0, suspicious: 0, scoreSum: 0, durations: [] });
   }
 
   /** Counts a run that ended. Retried and cancelled runs are not trials; retries are counted apart. */
@@ -34,8 +36,16 @@ export class Tally {
     if (line.status === 'passed') t.passed++;
     else if (line.status === 'failed') t.failed++;
     else t.errors++;
+    if (line.status === 'passed' && line.suspicious !== undefined) t.suspicious++;
     if (line.status !== 'error') t.scoreSum += line.score ?? 0;
     t.durations.push(line.durationMs);
+    this.#durationSum += line.durationMs;
+  }
+
+  /** The mean duration of the runs counted so far, ms; null before the first. */
+  meanDurationMs(): number | null {
+    const { done } = this.counts();
+    return done === 0 ? null : this.#durationSum / done;
   }
 
   get retries(): number {
@@ -61,11 +71,13 @@ export class Tally {
     let passed = 0;
     let failed = 0;
     let errors = 0;
+    let suspicious = 0;
     for (const [taskId, t] of this.#tasks) {
       const n = t.passed + t.failed;
       passed += t.passed;
       failed += t.failed;
       errors += t.errors;
+      suspicious += t.suspicious;
       tasks.push({
         taskId,
         trials: n + t.errors,
@@ -78,6 +90,7 @@ export class Tally {
         p50Ms: percentile(t.durations, 50),
         p95Ms: percentile(t.durations, 95),
         flaky: t.passed > 0 && t.failed > 0,
+        suspicious: t.suspicious,
       });
     }
     const n = passed + failed;
@@ -89,6 +102,7 @@ export class Tally {
         failed,
         errors,
         retries: this.#retries,
+        suspicious,
         passRate: n === 0 ? null : passed / n,
         passRateCi95: wilson95(passed, n),
       },

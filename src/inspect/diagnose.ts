@@ -6,6 +6,7 @@
 import { changePath, type Change } from '../rollout/diff.js';
 import { isAllowed } from '../rollout/may-change.js';
 import type { Check, Diagnosis, Task, Termination, TraceEvent } from '../types.js';
+import { ms } from './show.js';
 
 export interface DiagnoseInput {
   trace: readonly TraceEvent[];
@@ -30,18 +31,11 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
   const findings: Diagnosis[] = [];
   const calls = trace.filter((e): e is Call => e.type === 'tool_call');
   const results = new Map(trace.filter((e): e is Result => e.type === 'tool_result').map((r) => [r.callId, r]));
-  const okCalls = calls.filter((c) => results.get(c.callId)?.ok);
   const returned = trace.find((e) => e.type === 'agent_returned');
 
   // The failure Silo exists to catch: an answer with nothing behind it.
-  if (output !== null && output.trim() !== '' && returned) {
-    if (okCalls.length === 0) {
-      findings.push({ code: 'ungrounded_answer', seq: returned.seq, message: 'the agent answered without a single successful tool call: nothing it says was looked up' });
-    } else if (changes.length === 0 && CLAIMS_ACTION.test(output)) {
-      const word = output.match(CLAIMS_ACTION)?.[0] ?? 'done';
-      findings.push({ code: 'ungrounded_answer', seq: returned.seq, message: `the answer claims an action ("${word}") but the world did not change` });
-    }
-  }
+  const ungrounded = ungroundedAnswer(trace, changes, output);
+  if (ungrounded) findings.push(ungrounded);
 
   const tools = new Map((input.task?.environment.tools ?? []).map((t) => [t.name, t]));
   const failures = new Map<string, number>();
@@ -95,8 +89,9 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
     });
   }
 
-  // Failed checks: those that looked at the answer, and the rest (the world).
-  const failed = checks.filter((c) => !c.pass && c.name !== 'mayChange');
+  // Failed checks: those that looked at the answer, and the rest (the world). Gates (mayChange,
+  // grounded) have findings of their own.
+  const failed = checks.filter((c) => !c.pass && c.name !== 'mayChange' && c.gate !== true);
   const aboutAnswer = (c: Check): boolean => output !== null && c.actual === output;
   const wrongAnswer = failed.filter(aboutAnswer);
   const wrongState = failed.filter((c) => !aboutAnswer(c));
@@ -120,6 +115,69 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
     const why = threw?.type === 'agent_threw' ? threw.error.message : 'no error was recorded';
     findings.push({ code: termination, ...(threw ? { seq: threw.seq } : {}), message: termination === 'threw' ? `the agent threw: ${why}` : why });
   }
-  // In the order of the trace; findings about the whole run last.
-  return findings.sort((a, b) => (a.seq ?? Infinity) - (b.seq ?? Infinity));
+  // In the order of the trace; findings about the whole run last. A finding repeated word for
+  // word (the same hallucinated tool called five times) is kept once, where it first happened.
+  const times = new Map<string, number>();
+  const key = (f: Diagnosis): string => `${f.code}\u0000${f.message}`;
+  for (const f of findings) times.set(key(f), (times.get(key(f)) ?? 0) + 1);
+  return findings
+    .sort((a, b) => (a.seq ?? Infinity) - (b.seq ?? Infinity))
+    .filter((f) => {
+      const n = times.get(key(f));
+      times.delete(key(f));
+      if (n === undefined) return false;
+      if (n > 1) f.message = `${f.message} (${n} times)`;
+      return true;
+    })
+    .map((f) => {
+      const at = findingPlace(f.seq, trace);
+      return at === undefined ? f : { ...f, at };
+    });
+}
+
+/**
+ * `ungrounded_answer`: an answer with no successful tool call behind it, or one that claims an
+ * action when the world did not change. Grading uses it too (`strict`: a failed `grounded` check).
+ */
+export function ungroundedAnswer(trace: readonly TraceEvent[], changes: readonly unknown[], output: string | null): Diagnosis | undefined {
+  const returned = trace.find((e) => e.type === 'agent_returned');
+  if (output === null || output.trim() === '' || !returned) return undefined;
+  const ok = new Set(trace.filter((e): e is Result => e.type === 'tool_result' && e.ok).map((r) => r.callId));
+  if (!trace.some((e) => e.type === 'tool_call' && ok.has(e.callId))) {
+    return { code: 'ungrounded_answer', seq: returned.seq, message: 'the agent answered without a single successful tool call: nothing it says was looked up' };
+  }
+  if (changes.length === 0 && CLAIMS_ACTION.test(output)) {
+    const word = output.match(CLAIMS_ACTION)?.[0] ?? 'done';
+    return { code: 'ungrounded_answer', seq: returned.seq, message: `the answer claims an action ("${word}") but the world did not change` };
+  }
+  return undefined;
+}
+
+/** Whether a passed run is one to look at: its answer had nothing behind it. */
+export function suspicion(status: string, diagnosis: readonly Diagnosis[]): Diagnosis | undefined {
+  return status === 'passed' ? diagnosis.find((d) => d.code === 'ungrounded_answer') : undefined;
+}
+
+/**
+ * Where a finding points, in the words the timelines use: `call #3` for a tool call (the number
+ * \`silo show\` and the report print next to it), `the answer`, `the throw`, `the limit`, or the
+ * event's time. Undefined when the finding is about the whole run or its event is not in the trace.
+ */
+export function findingPlace(seq: number | undefined, trace: readonly TraceEvent[]): string | undefined {
+  if (seq === undefined) return undefined;
+  const event = trace.find((e) => e.seq === seq);
+  if (!event) return undefined;
+  switch (event.type) {
+    case 'tool_call':
+    case 'tool_result':
+      return `call #${event.callId}`;
+    case 'agent_returned':
+      return 'the answer';
+    case 'agent_threw':
+      return 'the throw';
+    case 'limit_exceeded':
+      return 'the limit';
+    default:
+      return `at ${ms(event.t)}`;
+  }
 }

@@ -61,7 +61,7 @@ export const CLIENT_JS = String.raw`
     if (base) cols.push('vs baseline');
     ks.forEach(function (k) { cols.push('pass@' + k); });
     ks.forEach(function (k) { cols.push('pass^' + k); });
-    cols.push('score', 'p50', 'p95', 'flaky');
+    cols.push('score', 'p50', 'p95', 'flaky', 'suspicious');
     head.appendChild(h('tr', null, cols.map(function (c, i) { return h('th', { className: i > 0 ? 'num' : '', text: c }); })));
     var body = clear(table.tBodies[0]);
     var from = state.taskPage * TASKS_PAGE;
@@ -70,7 +70,7 @@ export const CLIENT_JS = String.raw`
       if (base) cells.push(change(base.tasks[taskStats.indexOf(t)]));
       ks.forEach(function (k) { cells.push(h('td', { className: 'num', text: pct(t.passAtK[k]) })); });
       ks.forEach(function (k) { cells.push(h('td', { className: 'num', text: pct(t.passHatK[k]) })); });
-      cells.push(h('td', { className: 'num', text: num(t.meanScore) }), h('td', { className: 'num', text: fmtMs(t.p50Ms) }), h('td', { className: 'num', text: fmtMs(t.p95Ms) }), h('td', { className: 'num', text: t.flaky ? 'flaky' : '' }));
+      cells.push(h('td', { className: 'num', text: num(t.meanScore) }), h('td', { className: 'num', text: fmtMs(t.p50Ms) }), h('td', { className: 'num', text: fmtMs(t.p95Ms) }), h('td', { className: 'num', text: t.flaky ? 'flaky' : '' }), h('td', { className: 'num warn', text: t.suspicious ? String(t.suspicious) : '' }));
       var row = h('tr', { title: 'list the runs of ' + t.taskId }, cells);
       row.addEventListener('click', function () {
         var i = data.tasks.indexOf(t.taskId);
@@ -133,7 +133,7 @@ export const CLIENT_JS = String.raw`
         h('td', { className: 'mono', title: r.runId, text: r.runId.slice(-10) }),
         h('td', { text: data.tasks[r.task] }),
         h('td', { className: 'num', text: r.trial }),
-        h('td', null, badge(r.status), r.retried ? h('span', { className: 'chip', text: 'retried' }) : null),
+        h('td', null, badge(r.status), r.retried ? h('span', { className: 'chip', text: 'retried' }) : null, r.suspicious ? h('span', { className: 'chip', title: 'passed, but the answer had no successful tool call behind it', text: '⚠ suspicious' }) : null),
         h('td', { className: 'num', text: num(r.score) }),
         h('td', { className: 'num', text: fmtMs(r.durationMs) }),
         h('td', { text: r.termination }),
@@ -198,7 +198,8 @@ export const CLIENT_JS = String.raw`
   function renderDetail(row) {
     var box = clear(document.getElementById('run-detail'));
     var taskId = data.tasks[row.task];
-    add(box, h('h3', null, taskId + ' ', badge(row.status)));
+    add(box, h('h3', null, taskId + ' ', badge(row.status), row.suspicious ? h('span', { className: 'chip', text: '⚠ suspicious' }) : null));
+    if (row.suspicious) add(box, h('p', { className: 'warn', id: 'suspicious' }, 'Passed, but the answer had no successful tool call behind it (ungrounded_answer): a lucky guess or a lie. --strict fails such runs.'));
     if (row.detail === undefined) {
       add(box, [
         facts([['run', h('code', { text: row.runId })], ['trial', String(row.trial)], ['score', num(row.score)], ['termination', row.termination], ['duration', fmtMs(row.durationMs)], ['diagnosis', row.diagnosis.map(function (c) { return data.codes[c]; }).join(', ')]]),
@@ -214,7 +215,7 @@ export const CLIENT_JS = String.raw`
       ['agent', h('code', { text: d.agent })],
       ['score', num(d.score)],
       ['termination', d.termination || 'running'],
-      ['time', d.durationMs === null ? '' : fmtMs(d.durationMs) + ' · thinking ' + fmtMs(think) + ' (' + share + '%) · tools ' + fmtMs(d.toolTimeMs) + ' (' + (100 - share) + '%)'],
+      ['time', d.durationMs === null ? '' : d.time ? d.time : fmtMs(d.durationMs) + ' · thinking ' + fmtMs(think) + ' (' + share + '%) · tools ' + fmtMs(d.toolTimeMs) + ' (' + (100 - share) + '%)'],
       ['tool calls', d.toolCalls + (d.refusedCalls ? ' (+' + d.refusedCalls + ' refused)' : '')],
       ['seed', String(d.seed)],
       ['started', d.startedAt],
@@ -223,7 +224,7 @@ export const CLIENT_JS = String.raw`
     add(box, h('h3', { text: 'Diagnosis' }));
     if (d.diagnosis.length === 0) add(box, h('p', { className: 'muted', text: 'nothing to report' }));
     else add(box, h('ul', { id: 'diagnosis' }, d.diagnosis.map(function (f) {
-      var link = f.seq === undefined ? null : h('a', { className: 'seq', title: 'show this event in the timeline', text: 'event ' + f.seq });
+      var link = f.seq === undefined ? null : h('a', { className: 'seq', title: 'show this event in the timeline', text: f.at || 'event ' + f.seq });
       if (link) link.addEventListener('click', function () { jumpTo(f.seq); });
       return h('li', null, h('span', { className: 'chip' + (f.code === 'self_corrected' ? ' good' : ''), text: f.code }), ' ', f.message, link ? ' (' : '', link, link ? ')' : '');
     })));
@@ -237,7 +238,7 @@ export const CLIENT_JS = String.raw`
     if (d.checks.length === 0) add(box, h('p', { className: 'muted', text: 'none (the run was not graded)' }));
     else add(box, h('table', { id: 'checks' }, h('thead', null, h('tr', null, h('th', { text: '' }), h('th', { text: 'check' }), h('th', { text: 'expected' }), h('th', { text: 'actual' }))),
       h('tbody', null, d.checks.map(function (c) {
-        return h('tr', null, h('td', { className: c.pass ? 'ok' : 'bad', text: c.pass ? '✓' : '✗' }), h('td', null, c.name, c.message !== undefined ? h('div', { className: 'muted', text: c.message }) : null),
+        return h('tr', null, h('td', { className: c.pass ? 'ok' : 'bad', text: c.pass ? '✓' : '✗' }), h('td', null, c.name, c.gate && c.pass ? h('div', { className: 'muted', text: 'a gate: not scored while it holds' }) : null, c.message !== undefined ? h('div', { className: 'muted', text: c.message }) : null),
           h('td', null, c.expected !== undefined ? h('pre', { text: c.expected }) : null), h('td', null, c.actual !== undefined ? h('pre', { text: c.actual }) : null));
       }))));
     if (d.output !== null) add(box, [h('h3', { text: 'Output' + (d.outputTruncated ? ' (truncated)' : '') }), h('pre', { id: 'output', text: d.output })]);

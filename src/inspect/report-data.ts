@@ -45,6 +45,8 @@ export interface ReportRow {
   diagnosis: number[];
   /** An infrastructure failure that was run again; not counted in the summary. */
   retried?: true;
+  /** Passed, but its answer had no successful tool call behind it (ungrounded_answer). */
+  suspicious?: true;
   /** Index into `ReportData.details` when the run's detail is embedded. */
   detail?: number;
 }
@@ -111,6 +113,7 @@ export async function collectReportData(store: EvalStore, summary: EvalSummary, 
       termination: line.termination,
       diagnosis: codesByRun[i]!.map((code) => codeIndex.get(code)!),
       ...(line.retried ? { retried: true as const } : {}),
+      ...(line.status === 'passed' && line.suspicious !== undefined ? { suspicious: true as const } : {}),
     };
   });
 

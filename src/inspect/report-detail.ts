@@ -7,6 +7,8 @@
 import { changePath, type Change } from '../rollout/diff.js';
 import type { Diagnosis, ErrorInfo, RunStatus, Termination, TraceEvent } from '../types.js';
 import type { LoadedRun } from './runs.js';
+import { findingPlace } from './diagnose.js';
+import { timeLine } from './show.js';
 
 /** Caps on what one run's detail may hold. */
 export interface DetailCaps {
@@ -62,6 +64,8 @@ export interface EventView {
 export interface CheckView {
   name: string;
   pass: boolean;
+  /** A gate (mayChange, grounded): scored only when it fails. */
+  gate?: true;
   expected?: string;
   actual?: string;
   message?: string;
@@ -83,6 +87,8 @@ export interface RunDetail {
   toolCalls: number;
   refusedCalls: number;
   seed: number;
+  /** Where the time went, in words (see timeLine in show.ts). */
+  time?: string;
   error?: { code: string; message: string };
   diagnosis: Diagnosis[];
   timeline: (CallView | EventView)[];
@@ -119,8 +125,13 @@ export function runDetail(loaded: LoadedRun, caps: DetailCaps): RunDetail {
     toolCalls: run.toolCalls,
     refusedCalls: run.refusedCalls,
     seed: run.seed,
+    ...(run.durationMs === null ? {} : { time: timeLine(run) }),
     ...(error ? { error: { code: error.code, message: clip(error.message, caps.maxValueChars) } } : {}),
-    diagnosis: (result?.diagnosis ?? []).map((d) => ({ ...d, message: clip(d.message, caps.maxValueChars) })),
+    // Each finding names its place as the timeline does (`call #3`, `the answer`).
+    diagnosis: (result?.diagnosis ?? []).map((d) => {
+      const at = d.at ?? findingPlace(d.seq, loaded.trace);
+      return { ...d, message: clip(d.message, caps.maxValueChars), ...(at === undefined ? {} : { at }) };
+    }),
     timeline: withGap(timeline(kept, loaded.trace, caps), caps.maxEvents - Math.floor(caps.maxEvents * TAIL_SHARE), omitted),
     omittedEvents: omitted,
     diff,
@@ -128,6 +139,7 @@ export function runDetail(loaded: LoadedRun, caps: DetailCaps): RunDetail {
     checks: (result?.checks ?? []).map((c) => ({
       name: clip(c.name, caps.maxValueChars),
       pass: c.pass,
+      ...(c.gate === true ? { gate: true as const } : {}),
       ...('expected' in c ? { expected: text(c.expected, caps.maxValueChars) } : {}),
       ...('actual' in c ? { actual: text(c.actual, caps.maxValueChars) } : {}),
       ...(c.message === undefined ? {} : { message: clip(c.message, caps.maxValueChars) }),

@@ -36,6 +36,8 @@ export function renderReportPage(data: ReportData): string {
     ['retries', String(t.retries)],
     ['pass rate', rate],
   ];
+  // Passes with an ungrounded answer: a warning, shown only when there are some.
+  if (t.suspicious) cards.splice(2, 0, ['suspicious passes', String(t.suspicious), 'error']);
   const bounds = data.bounds;
   const boundsNote =
     bounds.omittedDetails === 0

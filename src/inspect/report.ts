@@ -11,7 +11,8 @@ import { EvalStore } from '../eval/store.js';
 import { DEFAULT_OUT_DIR } from '../options.js';
 import { collectReportData, DEFAULT_REPORT_LIMITS, type ReportLimits } from './report-data.js';
 import { renderReportPage } from './report-page.js';
-import { listEvalIds } from './runs.js';
+import { listEvalIds, resolveEvalId } from './runs.js';
+import { outDirAccess } from '../out-dir.js';
 
 /** Options of writeReport. */
 export interface ReportOptions {
@@ -50,11 +51,17 @@ export async function writeReport(options: ReportOptions = {}): Promise<ReportWr
   const data = await collectReportData(store, summary, join(outDir, 'runs'), limits);
   const html = renderReportPage(data);
   const file = resolve(options.output ?? join(store.dir, 'report.html'));
-  await mkdir(dirname(file), { recursive: true });
-  // Written whole and renamed, so a browser never opens half a report.
-  const temp = `${file}.${process.pid}.tmp`;
-  await writeFile(temp, html);
-  await rename(temp, file);
+  await outDirAccess(
+    options.output === undefined ? outDir : file,
+    async () => {
+      await mkdir(dirname(file), { recursive: true });
+      // Written whole and renamed, so a browser never opens half a report.
+      const temp = `${file}.${process.pid}.tmp`;
+      await writeFile(temp, html);
+      await rename(temp, file);
+    },
+    options.output === undefined ? '--out' : '--output',
+  );
   return {
     file,
     evalId,
@@ -65,26 +72,19 @@ export async function writeReport(options: ReportOptions = {}): Promise<ReportWr
   };
 }
 
-/** Finds an eval by folder, by evalId, or by a unique prefix of one; none given means the latest. */
+/** Finds an eval by folder, by evalId, or by a unique prefix or suffix of one; none given means the latest. */
 export function resolveEval(ref: string | undefined, outDir: string): { outDir: string; evalId: string } {
   if (ref !== undefined && existsSync(join(ref, 'summary.json')) && statSync(ref).isDirectory()) {
     // An eval folder: <out>/evals/<evalId>
     const dir = resolve(ref);
     return { outDir: dirname(dirname(dir)), evalId: basename(dir) };
   }
-  const ids = listEvalIds(outDir).filter((id) => existsSync(join(outDir, 'evals', id, 'summary.json')));
   if (ref === undefined) {
-    const latest = ids[0];
+    const latest = listEvalIds(outDir).find((id) => existsSync(join(outDir, 'evals', id, 'summary.json')));
     if (!latest) throw new SiloError('SILO_USAGE', `no evals in ${join(outDir, 'evals')}; run one with \`silo eval <tasks> --agent <file>\``);
     return { outDir, evalId: latest };
   }
-  const wanted = ref.toUpperCase();
-  const matches = ids.filter((id) => id.toUpperCase().startsWith(wanted));
-  const exact = matches.find((id) => id.toUpperCase() === wanted);
-  if (exact) return { outDir, evalId: exact };
-  if (matches.length === 1) return { outDir, evalId: matches[0]! };
-  if (matches.length > 1) throw new SiloError('SILO_USAGE', `${ref} matches ${matches.length} evals; give more of the evalId`);
-  throw new SiloError('SILO_USAGE', `no eval ${ref} in ${join(outDir, 'evals')}; give an evalId (see \`silo ls\`) or an eval folder`);
+  return { outDir, evalId: resolveEvalId(ref, outDir) };
 }
 
 /** The defaults overridden by `given`; each cap must be an integer >= 1 (`maxDetailRuns` may be 0). */

@@ -18,17 +18,40 @@ export interface LoadedRun {
   diff: Change[] | null;
 }
 
-/** Finds a run by folder path, by runId, or by a unique prefix of a runId. */
+/** Finds a run by folder path, by runId, or by a unique prefix or suffix of a runId. */
 export function resolveRunDir(ref: string, outDir: string): string {
   if (existsSync(join(ref, 'run.json'))) return resolve(ref);
   const runsDir = join(outDir, 'runs');
-  const ids = listRunIds(runsDir);
-  const matches = ids.filter((id) => id === ref.toUpperCase() || id.startsWith(ref.toUpperCase()));
+  const matches = matchIds(listRunIds(runsDir), ref);
   if (matches.length === 1) return join(runsDir, matches[0]!);
   if (matches.length > 1) {
-    throw new SiloError('SILO_RUN_NOT_FOUND', `${ref} matches ${matches.length} runs; give more of the runId`);
+    throw new SiloError('SILO_RUN_NOT_FOUND', `${ref} matches ${matches.length} runs (${matches.slice(0, 3).join(', ')}${matches.length > 3 ? ', ...' : ''}); give more of the runId`);
   }
-  throw new SiloError('SILO_RUN_NOT_FOUND', `no run ${ref} in ${runsDir}; give a runId (see \`silo ls\`) or a run folder`);
+  throw new SiloError('SILO_RUN_NOT_FOUND', `no run ${ref} in ${runsDir}; give a runId, a unique prefix or suffix of one (see \`silo ls\`), or a run folder`);
+}
+
+/** Finds an eval's id in an out folder by its id, or a unique prefix or suffix of one. */
+export function resolveEvalId(ref: string, outDir: string): string {
+  const evalsDir = join(outDir, 'evals');
+  const ids = listEvalIds(outDir).filter((id) => existsSync(join(evalsDir, id, 'summary.json')));
+  const matches = matchIds(ids, ref);
+  if (matches.length === 1) return matches[0]!;
+  if (matches.length > 1) {
+    throw new SiloError('SILO_USAGE', `${ref} matches ${matches.length} evals (${matches.slice(0, 3).join(', ')}${matches.length > 3 ? ', ...' : ''}); give more of the evalId`);
+  }
+  throw new SiloError('SILO_USAGE', `no eval ${ref} in ${evalsDir}; give an evalId, a unique prefix or suffix of one (see \`silo ls\`), or an eval folder`);
+}
+
+/**
+ * The ids `ref` names: the one equal to it, else those it begins or ends (case-insensitive: runIds
+ * are ULIDs, and the report shows their last 10 characters).
+ */
+export function matchIds(ids: readonly string[], ref: string): string[] {
+  const wanted = ref.toUpperCase();
+  if (wanted === '') return [];
+  const exact = ids.filter((id) => id.toUpperCase() === wanted);
+  if (exact.length > 0) return exact.slice(0, 1);
+  return ids.filter((id) => id.toUpperCase().startsWith(wanted) || id.toUpperCase().endsWith(wanted));
 }
 
 /** The runIds in a runs folder, newest first (ULIDs sort by time). */
@@ -71,9 +94,9 @@ export function abandonedBecause(run: Pick<RunRecord, 'owner'>): string {
   return `the process running it${owner ? ` (pid ${owner.pid} on ${owner.host})` : ''} ended before it finished`;
 }
 
-/** An eval summary's status as readers report it: `crashed` when left `running` by a process that is gone. */
-export function reportedEvalStatus(summary: Pick<EvalSummary, 'status' | 'owner'>): EvalSummary['status'] | 'crashed' {
-  return summary.status === 'running' && ownerGone(summary.owner) ? 'crashed' : summary.status;
+/** An eval summary's status as readers report it: `interrupted` when left `running` by a process that is gone. */
+export function reportedEvalStatus(summary: Pick<EvalSummary, 'status' | 'owner'>): EvalSummary['status'] | 'interrupted' {
+  return summary.status === 'running' && ownerGone(summary.owner) ? 'interrupted' : summary.status;
 }
 
 /** Reads JSON, or null when the file is missing or unreadable. */
@@ -100,12 +123,19 @@ export function readTrace(file: string): TraceEvent[] {
   return events;
 }
 
-/** The evals in an out folder, newest first. */
+/** The evals in an out folder, newest first (by the start time their summary records). */
 export function listEvalIds(outDir: string): string[] {
   const evalsDir = join(outDir, 'evals');
   if (!existsSync(evalsDir)) return [];
+  const started = (id: string): number => {
+    const summary = readJson<{ startedAt?: unknown }>(join(evalsDir, id, 'summary.json'));
+    const at = typeof summary?.startedAt === 'string' ? Date.parse(summary.startedAt) : Number.NaN;
+    return Number.isNaN(at) ? 0 : at;
+  };
+  // An --eval-id such as ci-42 does not sort by time as a ULID does: the summary says when.
   return readdirSync(evalsDir)
     .filter((name) => statSync(join(evalsDir, name)).isDirectory())
-    .sort()
-    .reverse();
+    .map((id) => ({ id, at: started(id) }))
+    .sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+    .map((e) => e.id);
 }

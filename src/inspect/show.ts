@@ -5,7 +5,8 @@
  */
 import type { Style } from './style.js';
 import { changePath, type Change } from '../rollout/diff.js';
-import type { Check, TraceEvent } from '../types.js';
+import type { Check, RunRecord, TraceEvent } from '../types.js';
+import { findingPlace, suspicion } from './diagnose.js';
 import type { LoadedRun } from './runs.js';
 
 /** Longest JSON shown inline for an input, a value or a check side. */
@@ -17,20 +18,17 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
   const { run, result } = loaded;
   const out: string[] = [];
   const status = result?.status ?? run.status;
-  const paint = status === 'passed' ? s.green : status === 'failed' ? s.red : s.yellow;
-  out.push(`${s.bold(run.taskId)}  ${paint(status.toUpperCase())}${result?.score == null ? '' : `  score ${result.score.toFixed(2)}`}`);
+  const suspicious = suspicion(status, result?.diagnosis ?? []);
+  const paint = suspicious ? s.yellow : status === 'passed' ? s.green : status === 'failed' ? s.red : s.yellow;
+  out.push(
+    `${s.bold(run.taskId)}  ${paint(status.toUpperCase())}${result?.score == null ? '' : `  score ${result.score.toFixed(2)}`}` +
+      (suspicious ? `  ${s.yellow('⚠ suspicious: the answer has no successful tool call behind it (--strict fails it)')}` : ''),
+  );
   out.push(`${s.dim('run')}         ${run.runId}  ${s.dim(loaded.dir)}`);
   out.push(`${s.dim('agent')}       ${run.agent}`);
   out.push(`${s.dim('termination')} ${run.termination ?? 'running'}`);
   if (run.regradedAt) out.push(`${s.dim('regraded')}    ${run.regradedAt} (the earlier results are kept as result.<n>.json)`);
-  if (run.durationMs !== null) {
-    const think = run.agentTimeMs ?? 0;
-    const tool = run.toolTimeMs;
-    const share = think + tool > 0 ? Math.round((100 * think) / (think + tool)) : 0;
-    out.push(
-      `${s.dim('time')}        ${ms(run.durationMs)} total · agent thinking ${ms(think)} (${share}%) · tools ${ms(tool)} (${100 - share}%)`,
-    );
-  }
+  if (run.durationMs !== null) out.push(`${s.dim('time')}        ${timeLine(run)}`);
   out.push(`${s.dim('tool calls')}  ${run.toolCalls}${run.refusedCalls > 0 ? ` (+${run.refusedCalls} refused)` : ''}  ${s.dim(`seed ${run.seed}`)}`);
   if (run.usage) {
     const u = run.usage;
@@ -48,7 +46,9 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
     out.push('', s.bold('Diagnosis'));
     for (const d of diagnosis) {
       const paint = d.code === 'self_corrected' ? s.green : s.yellow;
-      out.push(`  ${paint(d.code)}${d.seq === undefined ? '' : s.dim(` (event ${d.seq})`)}: ${d.message}`);
+      // Pointed at as the timeline below names it: `call #3` is the line `#3 <tool>`.
+      const at = d.at ?? findingPlace(d.seq, loaded.trace);
+      out.push(`  ${paint(d.code)}${at === undefined ? '' : s.dim(` (${at})`)}: ${d.message}`);
     }
   }
 
@@ -138,7 +138,8 @@ function formatChecks(checks: readonly Check[], s: Style): string[] {
   if (checks.length === 0) return [s.dim('  none (the run was not graded)')];
   const lines: string[] = [];
   for (const c of checks) {
-    lines.push(`  ${c.pass ? s.green('✓') : s.red('✗')} ${c.name}`);
+    const gate = c.gate === true && c.pass ? s.dim('  (a gate: not scored while it holds)') : '';
+    lines.push(`  ${c.pass ? s.green('✓') : s.red('✗')} ${c.name}${gate}`);
     if (!c.pass) {
       if ('expected' in c) lines.push(`      expected ${inline(c.expected)}`);
       if ('actual' in c) lines.push(`      actual   ${inline(c.actual)}`);
@@ -163,6 +164,22 @@ function indent(text: string): string {
     .split('\n')
     .map((l) => `  ${l}`)
     .join('\n');
+}
+
+/**
+ * Where a run's time went. Agent time alone would leave most of a short run unexplained (the
+ * worker starting, the world being built, grading), so each part is named; older runs without
+ * `phases` say what the rest was.
+ */
+export function timeLine(run: RunRecord): string {
+  const total = run.durationMs ?? 0;
+  const think = run.agentTimeMs ?? 0;
+  const tool = run.toolTimeMs;
+  const agent = `agent ${ms(think + tool)} (thinking ${ms(think)}, tools ${ms(tool)})`;
+  const p = run.phases;
+  if (!p) return `${ms(total)} total · ${agent} · start-up, world, grading and artifacts ${ms(Math.max(0, total - think - tool))}`;
+  const writing = Math.max(0, total - p.worldMs - p.startupMs - p.agentMs - p.gradingMs);
+  return `${ms(total)} total · worker start-up ${ms(p.startupMs)} · world ${ms(p.worldMs)} · ${agent} · grading ${ms(p.gradingMs)} · artifacts ${ms(writing)}`;
 }
 
 /** A duration for people: 0.15ms, 210ms, 3.2s. */

@@ -108,6 +108,7 @@ class QueueCoordinator implements RolloutRunner {
       reuseWorkers: record.reuseWorkers,
       ...(record.env && record.env.length > 0 ? { env: record.env } : {}),
       ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
+      ...(record.strict ? { strict: true as const } : {}),
     };
     const jobId = jobIdOf(loaded.task.id, trial, attempt);
     const done = new Promise<RunResult[]>((resolve, reject) => this.#waiters.set(jobId, { jobId, taskId: loaded.task.id, resolve, reject }));

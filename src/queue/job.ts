@@ -38,6 +38,8 @@ export interface RolloutJob {
   env?: string[];
   /** The agent's options (`--max-turns`). */
   agentOptions?: AgentOptions;
+  /** `--strict`: an ungrounded answer fails the run. */
+  strict?: true;
 }
 
 /** The artifact files of a run, by name, as text. */

@@ -141,6 +141,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         limits: d.limits,
         env,
         ...(d.agentOptions ? { agentOptions: d.agentOptions } : {}),
+        ...(d.strict === true ? { strict: true } : {}),
         outDir: work,
         pool: pool(d.reuseWorkers),
         evalId: d.evalId,

@@ -10,31 +10,97 @@ import { mayChangeCheck } from './may-change.js';
 import { toJsonLine } from './trace.js';
 import { describeError } from '../errors.js';
 import { TIMED_OUT, within } from '../time.js';
+import { ungroundedAnswer } from '../inspect/diagnose.js';
+import { PACKAGE_ROOT } from '../paths.js';
+import { isAbsolute, join, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export type Grade =
   | { status: 'passed' | 'failed'; score: number; checks: Check[] }
-  | { status: 'error'; score: null; checks: Check[]; error: { code: 'verifier_error'; message: string } };
+  | { status: 'error'; score: null; checks: Check[]; error: { code: 'verifier_error'; message: string; stack?: string } };
 
-export async function grade(task: Task, args: VerifyArgs, changes: readonly Change[], timeoutMs = VERIFIER_TIMEOUT_MS): Promise<Grade> {
+/**
+ * Grades a run. `mayChange` and, when `strict` (default: the task's `strict`), `grounded` are
+ * gates: a violation is a failed check; respected, they are listed but not scored.
+ */
+export async function grade(
+  task: Task,
+  args: VerifyArgs,
+  changes: readonly Change[],
+  timeoutMs = VERIFIER_TIMEOUT_MS,
+  strict = task.strict === true,
+): Promise<Grade> {
   let returned: unknown;
   try {
     returned = await within(Promise.resolve().then(() => task.verify(args)), timeoutMs);
   } catch (err) {
-    return verifierError(`the verifier of ${task.id} threw: ${describeError(err)}`);
+    const where = thrownAt(err);
+    return verifierError(`the verifier of ${task.id} threw: ${describeError(err)}${where?.at ? ` (at ${where.at})` : ''}`, where?.stack);
   }
   if (returned === TIMED_OUT) return verifierError(`the verifier of ${task.id} did not finish within ${timeoutMs} ms`);
   const problem = checkShape(returned);
   if (problem) return verifierError(`the verifier of ${task.id} ${problem}`);
   const checks = (returned as Check[]).map(compactCheck);
-  if (task.mayChange) checks.push(compactCheck(mayChangeCheck(changes, task.mayChange)));
-  const passed = checks.filter((c) => c.pass).length;
-  return { status: passed === checks.length ? 'passed' : 'failed', score: passed / checks.length, checks };
+  if (task.mayChange) checks.push(compactCheck({ ...mayChangeCheck(changes, task.mayChange), gate: true }));
+  if (strict) checks.push(groundedCheck(args, changes));
+  return { status: checks.every((c) => c.pass) ? 'passed' : 'failed', score: score(checks), checks };
 }
 
-function verifierError(message: string): Grade {
-  return { status: 'error', score: null, checks: [], error: { code: 'verifier_error', message } };
+/**
+ * Passed checks ÷ scored checks. A gate is scored only when it fails: a do-nothing agent earns
+ * nothing for leaving the world alone.
+ */
+export function score(checks: readonly Check[]): number {
+  const scored = checks.filter((c) => c.gate !== true || !c.pass);
+  return scored.length === 0 ? 1 : scored.filter((c) => c.pass).length / scored.length;
 }
 
+/** `strict`: the answer must have a successful tool call behind it (see ungroundedAnswer). */
+function groundedCheck(args: VerifyArgs, changes: readonly Change[]): Check {
+  const finding = ungroundedAnswer(args.trace, changes, args.output);
+  return finding ? { name: 'grounded', pass: false, gate: true, message: finding.message } : { name: 'grounded', pass: true, gate: true };
+}
+
+function verifierError(message: string, stack?: string): Grade {
+  return { status: 'error', score: null, checks: [], error: { code: 'verifier_error', message, ...(stack ? { stack } : {}) } };
+}
+
+/**
+ * Where a verifier threw: the stack, and the first frame in the user's code as `file:line:column`
+ * (task files are loaded with source maps on, so a TypeScript file's frame names its own line).
+ */
+function thrownAt(err: unknown): { stack: string; at?: string } | undefined {
+  let stack: string | undefined;
+  try {
+    stack = err instanceof Error && typeof err.stack === 'string' ? err.stack : undefined;
+  } catch {
+    return undefined;
+  }
+  if (stack === undefined) return undefined;
+  const lines = stack.split('\n').slice(0, STACK_LINES);
+  for (const line of lines) {
+    const m = FRAME.exec(line);
+    if (!m) continue;
+    let file = m[1]!;
+    if (file.startsWith('file://')) {
+      try {
+        file = fileURLToPath(file.replace(/\?[^/]*$/, ''));
+      } catch {
+        continue;
+      }
+    }
+    if (!isAbsolute(file) || OWN.some((dir) => file.startsWith(dir)) || file.includes(`${sep}node_modules${sep}`)) continue;
+    return { stack: lines.join('\n'), at: `${file}:${m[2]}:${m[3]}` };
+  }
+  return { stack: lines.join('\n') };
+}
+
+/** Lines of a verifier's stack kept in result.json. */
+const STACK_LINES = 30;
+/** `at fn (file:line:col)` or `at file:line:col`, bounded so a hostile message stays linear. */
+const FRAME = /^\s{0,16}at (?:.{0,500}? \()?((?:file:\/\/|\/|[A-Za-z]:\\).{1,2000}?):(\d{1,9}):(\d{1,9})\)?$/;
+/** Silo's own code: frames there are not where the user's verifier threw. */
+const OWN = [join(PACKAGE_ROOT, 'src') + sep, join(PACKAGE_ROOT, 'dist') + sep];
 function checkShape(value: unknown): string | null {
   if (!Array.isArray(value)) return `must return an array of checks (got ${value === null ? 'null' : typeof value})`;
   if (value.length === 0) return 'returned no checks; return at least one, e.g. check.ok(name, condition)';
@@ -51,6 +117,7 @@ export function compactCheck(c: Check): Check {
   if ('expected' in c) out.expected = compactValue(c.expected);
   if ('actual' in c) out.actual = compactValue(c.actual);
   if (c.message !== undefined) out.message = String(c.message);
+  if (c.gate === true) out.gate = true;
   return out;
 }
 

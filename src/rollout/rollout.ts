@@ -23,6 +23,7 @@ import { buildWorld, EnvironmentError, type World } from './state.js';
 import { bindTools } from './tools.js';
 import { Trace, round } from './trace.js';
 import { diagnose } from '../inspect/diagnose.js';
+import { outDirAccess } from '../out-dir.js';
 
 /** Options of one rollout. */
 export interface RolloutOptions {
@@ -67,6 +68,8 @@ export interface RolloutOptions {
   trial?: number;
   /** Set by evals: each agent's folder is scanned and a TypeScript agent compiled once per eval. */
   preparedAgents?: PreparedAgents;
+  /** An ungrounded answer fails the run (a failed `grounded` check), as `strict: true` on the task does. */
+  strict?: boolean;
 }
 
 /** Runs one task with one agent and writes its artifacts. Throws only for set-up errors. */
@@ -76,6 +79,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   const env = checkEnv(options.env);
   const limits = resolveLimits(task.limits, options.limits);
   const seed = resolveSeed(options.seed, () => randomInt(0, 2 ** 32));
+  const strict = options.strict === true || task.strict === true;
 
   // What the agent's worker must not be able to read: the task file's folder and the artifacts.
   const outRoot = resolve(options.outDir ?? DEFAULT_OUT_DIR);
@@ -110,8 +114,10 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     node: process.versions.node,
     worldHash: null,
     owner: thisProcess(),
+    ...(strict ? { strict: true as const } : {}),
   };
-  await artifacts.create(record);
+  // A folder that cannot be written (read-only, another user's) is a set-up error naming --out.
+  await outDirAccess(outRoot, () => artifacts.create(record));
   const pool = options.drive ? undefined : (options.pool ?? sharedPool(options.isolation));
   // An agent in a thread of this process can write into the trace's descriptor: checked on close.
   const trace = new Trace(artifacts.traceFile, t0, { verify: pool?.inProcess === true });
@@ -122,9 +128,14 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   let changes: Change[] = [];
   let graded: Grade | undefined;
   let error: ErrorInfo | undefined;
+  // Where the time went (run.json `phases`): marks taken as each step ends.
+  const worldStart = performance.now();
+  let worldAt: number | undefined;
+  let agentAt: number | undefined;
   try {
     // 1–2. A fresh world and its snapshot.
     world = await buildWorld(task.environment, seed);
+    worldAt = performance.now();
     record.worldHash = world.worldHash;
     // 3. Tools bound to the live world.
     const toolbox = bindTools(task.environment, world.view, world.ctx, world.tracker);
@@ -134,6 +145,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
       ((o) =>
         runAgent({ ...o, pool: pool!, agentPath: agent!.path, agentOptions: agent!.options, env, guard, prepared: options.preparedAgents }));
     phase = await drive({ instruction: task.instruction, toolbox, limits, trace, signal: options.signal });
+    agentAt = performance.now();
     if (phase.termination !== 'load_error' && phase.termination !== 'cancelled') {
       // 7. The diff. 8. The grade (also after a timeout or crash: the world as the agent left it).
       changes = world.diff();
@@ -147,7 +159,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
         output: phase.output,
         trace: trace.events,
       };
-      graded = await grade(task, args, changes);
+      graded = await grade(task, args, changes, undefined, strict);
     } else if (phase.termination === 'cancelled') {
       changes = world.diff();
     }
@@ -188,6 +200,10 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     ...(phase?.usage ? { usage: phase.usage } : {}),
     ...(phase?.isolation ? { isolation: phase.isolation } : {}),
   });
+  if (phase && worldAt !== undefined && agentAt !== undefined) {
+    const startupMs = Math.max(0, agentAt - worldAt - phase.agentMs);
+    record.phases = { worldMs: round(worldAt - worldStart), startupMs: round(startupMs), agentMs: phase.agentMs, gradingMs: round(t0 + durationMs - agentAt) };
+  }
   const diagnosis =
     status === 'error' && !graded ? [] : diagnose({ trace: trace.events, changes, checks, output, termination, status, task });
   const result: ResultRecord = {

@@ -63,6 +63,10 @@ export function compileTool(tool: Tool, environmentName: string): Compiled {
     throw new SiloError('SILO_SCHEMA_INVALID', `tool ${tool.name} of environment ${environmentName} needs an inputSchema object (a JSON Schema)`);
   }
   const schema = effectiveSchema(raw);
+  const invalid = ajv.validateSchema(schema) === true ? undefined : schemaProblem(raw, ajv.errors ?? []);
+  if (invalid !== undefined) {
+    throw new SiloError('SILO_SCHEMA_INVALID', `tool ${tool.name} of environment ${environmentName} has an invalid inputSchema: ${invalid}`);
+  }
   try {
     entry = { validate: ajv.compile(schema), schema };
   } catch (err) {
@@ -73,6 +77,53 @@ export function compileTool(tool: Tool, environmentName: string): Compiled {
   }
   compiled.set(tool, entry);
   return entry;
+}
+
+/**
+ * ajv's complaints about a schema (checked against the JSON Schema meta-schema) as one sentence
+ * that names the path and the value: `inputSchema.type is 'objekt'; expected one of array,
+ * boolean, ...`, rather than one line per branch of the meta-schema that did not match.
+ */
+export function schemaProblem(schema: unknown, errors: readonly ErrorObject[]): string {
+  if (errors.length === 0) return 'ajv refused it';
+  // The first place ajv complained about, and everything it said about that place.
+  const path = errors[0]!.instancePath;
+  const here = errors.filter((e) => e.instancePath === path);
+  const places = new Set(errors.map((e) => e.instancePath)).size;
+  const segments = path.split('/').slice(1).map(unescapePointer);
+  const where = ['inputSchema', ...segments].join('.');
+  const value = segments.reduce<unknown>((node, key) => (node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined), schema);
+  const is = `${where} is ${showValue(value)}`;
+  const params = (e: ErrorObject) => e.params as Record<string, unknown>;
+  const enumError = here.find((e) => e.keyword === 'enum');
+  const typeErrors = here.filter((e) => e.keyword === 'type').map((e) => String(params(e).type));
+  let sentence: string;
+  if (enumError) {
+    // JSON's types in the order people reach for them, not the meta-schema's alphabetical one.
+    const allowed = (params(enumError).allowedValues as unknown[])
+      .map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))
+      .sort((a, b) => typeRank(a) - typeRank(b));
+    sentence = `${is}; expected one of ${allowed.join(', ')}${typeErrors.length > 0 ? ` (or ${typeErrors.map((t) => (t === 'array' ? 'an array of them' : `a${/^[aeiou]/.test(t) ? 'n' : ''} ${t}`)).join(' or ')})` : ''}`;
+  } else if (typeErrors.length > 0) {
+    sentence = `${is}; expected ${typeErrors.map((t) => `a${/^[aeiou]/.test(t) ? 'n' : ''} ${t}`).join(' or ')}`;
+  } else {
+    const first = here.find((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf') ?? here[0]!;
+    sentence = `${is}; it ${first.message ?? 'is not valid JSON Schema'}`;
+  }
+  return places > 1 ? `${sentence} (and ${places - 1} more problem${places > 2 ? 's' : ''})` : sentence;
+}
+
+const TYPE_ORDER = ['object', 'array', 'string', 'number', 'integer', 'boolean', 'null'];
+
+function typeRank(name: string): number {
+  const i = TYPE_ORDER.indexOf(name);
+  return i < 0 ? TYPE_ORDER.length : i;
+}
+
+function showValue(value: unknown): string {
+  if (value === undefined) return 'missing';
+  const text = typeof value === 'string' ? `'${value}'` : (JSON.stringify(value) ?? String(value));
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
 /** Validates an input; returns null when valid. */

@@ -15,7 +15,8 @@ const DIR = 'fixtures/tasks/check';
 describe('silo check', () => {
   it('exits 0 on clean tasks, with a ✓ line per check and the counts', async () => {
     const r = await silo('check', 'fixtures/helpdesk/tasks.ts');
-    expect(r.stderr).toBe('');
+    // Nothing but progress, which a slow (loaded) machine prints every few seconds.
+    expect(r.stderr).toMatch(/^(checked \d+\/\d+ tasks · \S+\n)*$/);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^✓ fresh worlds +createState shares no object between two calls \(1 environment\)$/m);
     expect(r.stdout).toMatch(/^✓ do-nothing agent +fails all 6 tasks$/m);

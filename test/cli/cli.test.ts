@@ -59,7 +59,7 @@ describe('silo run', () => {
   it.each([
     [['run', 'missing.ts', '--agent', SOLVER], /task file not found: .*missing\.ts/],
     [['run', TASKS, '--agent', 'missing-agent.ts'], /agent file not found/],
-    [['run', TASKS], /required option '-a, --agent <file>'/],
+    [['run', TASKS], /^silo: --agent is required: the agent module/],
     [['run', TASKS, '--agent', SOLVER, '--timeout', 'soon'], /--timeout <ms>.*expected an integer/],
     [['run', TASKS, '--agent', SOLVER, '--task', 'nope/*'], /no task matches --task nope\/\*/],
     [['frobnicate'], /unknown command 'frobnicate'/],
@@ -112,7 +112,7 @@ describe('silo show', () => {
     const r = await silo('show', '--out', out.dir);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^helpdesk\/close-ticket {2}PASSED {2}score 1\.00/);
-    expect(r.stdout).toMatch(/agent thinking .* tools /);
+    expect(r.stdout).toMatch(/^time .* total · worker start-up .* · world .* · agent .* \(thinking .*, tools .*\) · grading .* · artifacts /m);
     expect(r.stdout).toMatch(/#1 close_ticket .*\n.*→ tool_not_found/);
     expect(r.stdout).toMatch(/#2 update_ticket \{"ticketId":"t3".*\n.*→ invalid_input/);
     expect(r.stdout).toMatch(/→ ok/);

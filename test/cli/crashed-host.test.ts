@@ -44,7 +44,7 @@ describe('ownerGone', () => {
     expect(reportedRun(run)).toMatchObject({ status: 'error', termination: 'crashed' });
     const alive = { ...run, owner: thisProcess() };
     expect(reportedRun(alive)).toBe(alive);
-    expect(reportedEvalStatus({ status: 'running', owner: { pid: deadPid(), host: hostname() } })).toBe('crashed');
+    expect(reportedEvalStatus({ status: 'running', owner: { pid: deadPid(), host: hostname() } })).toBe('interrupted');
     expect(reportedEvalStatus({ status: 'running', owner: thisProcess() })).toBe('running');
   });
 });

@@ -142,7 +142,7 @@ describe('silo eval', () => {
     [['eval', HELPDESK, '--agent', SOLVER, '--trials', '0'], /--trials/],
     [['eval', HELPDESK, '--agent', SOLVER, '--reporter', 'xml'], /--reporter.*default, json, junit/],
     [['eval', HELPDESK, '--agent', SOLVER, '--task', 'nope/*'], /no task matches --task nope\/\*/],
-    [['eval', '--resume', 'NOPE'], /no eval at .*NOPE/],
+    [['eval', '--resume', 'NOPE'], /no eval NOPE in .*evals/],
   ])('exits 2 with one line for a set-up error: %j', async (args, message) => {
     const out = outDir();
     const r = await silo(...args, '--out', out);
@@ -187,7 +187,7 @@ describe('silo eval and SIGINT', () => {
     });
     let sentAt = 0;
     const runs = join(out, 'runs');
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 120_000;
     while (!existsSync(runs) || readdirSync(runs).length < running) {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
@@ -208,8 +208,8 @@ describe('silo eval and SIGINT', () => {
     interrupt();
     const r = await exited;
     expect(r.code).toBe(130);
-    // grace (1 s by default) plus shutting down; a generous bound
-    expect(r.ms).toBeLessThan(15_000);
+    // grace (1 s by default) plus shutting down; a generous bound (a loaded machine is slow to shut down too)
+    expect(r.ms).toBeLessThan(60_000);
     expect(r.stderr).toMatch(/silo: stopping/);
     expect(r.stdout).toMatch(/^0 runs · 0 passed · 0 failed · 0 errors · pass rate – .* · cancelled$/m);
 
@@ -240,7 +240,7 @@ describe('silo eval and SIGINT', () => {
     child.kill('SIGINT');
     const r = await exited;
     expect(r.code).toBe(130);
-    expect(r.ms).toBeLessThan(5_000);
+    expect(r.ms).toBeLessThan(15_000);
     // It did not wait for the grace period and the final summary: the eval is left as running.
     const { dir, summary } = theEval(out);
     expect(summary.status).toBe('running');

@@ -72,7 +72,7 @@ describe('silo report', () => {
   it('exits 2 with one line for an unknown eval, for no evals at all, and for a bad --details', async () => {
     const out = twoEvals();
     const cases: [string[], RegExp][] = [
-      [['report', '01NOSUCHEVAL', '--out', out], /^silo: no eval 01NOSUCHEVAL in .*evals; give an evalId \(see `silo ls`\) or an eval folder$/],
+      [['report', '01NOSUCHEVAL', '--out', out], /^silo: no eval 01NOSUCHEVAL in .*evals; give an evalId, a unique prefix or suffix of one \(see `silo ls`\), or an eval folder$/],
       [['report', '--out', join(tmp.dir, 'nothing-here')], /^silo: no evals in .*; run one with `silo eval <tasks> --agent <file>`$/],
       [['report', '--out', out, '--details', '-1'], /--details.*expected an integer >= 0, got '-1'/],
     ];
@@ -124,7 +124,7 @@ describe('silo eval --report', () => {
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const runs = join(out, 'runs');
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 120_000;
     while (!existsSync(runs) || readdirSync(runs).length < 2) {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');

@@ -14,7 +14,7 @@ export const PLAIN_ENV = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
 /** `env` is added to a colourless copy of this process's environment. */
 export function runSilo(args: string[], env: Record<string, string> = {}): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...PLAIN_ENV, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...PLAIN_ENV, ...env }, timeout: 150_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : null) : 0;
       resolve({ code, stdout, stderr });
     });

@@ -77,7 +77,7 @@ describe('mergeEvals', async () => {
   it('refuses shards of different evals', async () => {
     const other = await runEval({ paths: [HELPDESK], agent: HALLUCINATOR, trials: 1, outDir: join(tmp.dir, 'other'), shard: { index: 3, count: 3 } });
     expect(other.options.shard).toEqual({ index: 3, count: 3 });
-    await expect(mergeEvals({ dirs: [dirs[0]!, dirs[1]!, join(tmp.dir, 'other')], outDir: join(tmp.dir, 'x6') })).rejects.toThrow(/differ in their options \(trials, filters, limits or retries\); they are not shards of one eval/);
+    await expect(mergeEvals({ dirs: [dirs[0]!, dirs[1]!, join(tmp.dir, 'other')], outDir: join(tmp.dir, 'x6') })).rejects.toThrow(/differ in their options \(trials, filters, limits, retries or --strict\); they are not shards of one eval/);
   });
 });
 

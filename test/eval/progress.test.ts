@@ -7,7 +7,7 @@ import { formatProgress, PLAIN_PROGRESS_MS, progressPrinter } from '../../src/ev
 import type { EvalProgress } from '../../src/eval/run-eval.js';
 
 function progress(extra: Partial<EvalProgress> = {}): EvalProgress {
-  return { evalId: 'E', total: 100, done: 20, passed: 15, failed: 4, errors: 1, retries: 0, running: 8, elapsedMs: 10_000, ...extra };
+  return { evalId: 'E', total: 100, done: 20, passed: 15, failed: 4, errors: 1, retries: 0, running: 8, elapsedMs: 10_000, meanRunMs: null, ...extra };
 }
 
 /** A stream that keeps what is written to it. */
@@ -37,6 +37,15 @@ describe('formatProgress', () => {
     expect(formatProgress(progress({ done: 1, total: 61, elapsedMs: 1_000 }))).toMatch(/ETA 1m00s$/);
     expect(formatProgress(progress({ done: 1, total: 7201, elapsedMs: 1_000 }))).toMatch(/ETA 2h00m$/);
     expect(formatProgress(progress({ done: 0, elapsedMs: 0 }))).toMatch(/0\.0\/s · ETA –$/);
+  });
+
+  it('is sane from the first runs: start-up is not charged to every run left', () => {
+    // 100 runs, 32 at a time, 4 s each, after 2 s of start-up: the first run ends at 6 s, and
+    // about 12 s are left (4 waves of 4 s, one under way). The rate since the start said 9m54s.
+    const first = progress({ done: 1, passed: 1, failed: 0, errors: 0, total: 100, running: 32, elapsedMs: 6_000, meanRunMs: 4_000 });
+    expect(formatProgress(first)).toMatch(/ETA 13s$/);
+    // With nothing in flight, the rate since the start is all there is.
+    expect(formatProgress(progress({ running: 0, meanRunMs: 4_000 }))).toMatch(/ETA 40s$/);
   });
 });
 

@@ -73,7 +73,7 @@ describe('tableReport', () => {
   const rows = table.split('\n');
 
   it('has a header, then one row per task in summary order', () => {
-    expect(rows[0]).toMatch(/^task\s+runs\s+pass rate\s+pass@2\s+pass\^2\s+score\s+p50\s+p95/);
+    expect(rows[0]).toMatch(/^task\s+runs\s+errors\s+pass rate\s+pass@2\s+pass\^2\s+score\s+p50\s+p95/);
     for (const [i, taskId] of TASKS.entries()) expect(rows[i + 1]!.startsWith(taskId)).toBe(true);
   });
 
@@ -83,7 +83,7 @@ describe('tableReport', () => {
     const assign = rows.find((r) => r.startsWith('helpdesk/assign'))!;
     expect(assign).toMatch(/1\/2\s+50\.0%\s+1\.00\s+0\.00\s+0\.50\s+1\.2s\s+1\.2s\s+flaky$/);
     const nasty = rows.find((r) => r.startsWith(NASTY))!;
-    expect(nasty).toMatch(/0\/1 \+1err\s+0%/);
+    expect(nasty).toMatch(/0\/1\s+1\s+0%/);
     const cancelled = rows.find((r) => r.startsWith('helpdesk/cancelled'))!;
     expect(cancelled).toMatch(/0\/0\s+–\s+–\s+–\s+–\s+–\s+–$/);
   });
@@ -91,7 +91,7 @@ describe('tableReport', () => {
   it('ends with a totals line: runs, passed, failed, errors, retries, pass rate with its 95% interval', () => {
     const totals = rows.find((r) => /^\d+ runs · /.test(r))!;
     expect(totals).toBeDefined();
-    expect(totals).toMatch(/^6 runs · 3 passed · 2 failed · 1 errors · 1 retried · pass rate 60\.0% \(95% CI \d+\.\d%–\d+\.\d%\) · 5\.0s$/);
+    expect(totals).toMatch(/^6 runs · 3 passed · 2 failed · 1 error · 1 retried · pass rate 60\.0% \(95% CI \d+\.\d%–\d+\.\d%\) · 5\.0s$/);
     expect(table).toContain(summary.evalId);
   });
 
@@ -99,6 +99,25 @@ describe('tableReport', () => {
     const cancelled = tableReport(summaryOf(TASKS, LINES, 2, 'cancelled'), plain);
     expect(cancelled).toMatch(/ · cancelled$/m);
     expect(table).not.toMatch(/cancelled$/m);
+  });
+
+  it('keeps every column aligned when a task has errors: they get a column of their own', () => {
+    // Right-aligned columns end at the same place in the header and in every row.
+    const column = (r: string, word: string) => r.indexOf(word) + word.length;
+    expect(column(rows[0]!, 'pass rate')).toBe(column(rows.find((r) => r.startsWith('helpdesk/close'))!, '100%'));
+    expect(column(rows[0]!, 'pass rate')).toBe(column(rows.find((r) => r.startsWith(NASTY))!, '0%'));
+    expect(column(rows[0]!, 'runs')).toBe(column(rows.find((r) => r.startsWith(NASTY))!, '0/1'));
+    // Without errors there is no errors column.
+    expect(tableReport(summaryOf(['a'], [line('a', 0, 'passed')], 1), plain).split('\n')[0]).not.toContain('errors');
+  });
+
+  it('shows passes with an ungrounded answer as suspicious, per task and in the totals', () => {
+    const lines = [line('a', 0, 'passed', { suspicious: 'the agent answered without a single successful tool call' }), line('a', 1, 'passed'), line('b', 0, 'passed')];
+    const out = tableReport(summaryOf(['a', 'b'], lines, 2), plain).split('\n');
+    expect(out.find((r) => r.startsWith('a '))).toMatch(/1 suspicious$/);
+    expect(out.find((r) => r.startsWith('b '))).not.toMatch(/suspicious/);
+    expect(out.find((r) => /^\d+ runs · /.test(r))).toMatch(/^3 runs · 3 passed \(1 suspicious\) · 0 failed/);
+    expect(out.join('\n')).toMatch(/--strict fails such runs/);
   });
 
   it('prints dashes, not NaN, for an eval with no graded run', () => {
@@ -160,7 +179,8 @@ describe('junitReport', () => {
 
   it('has a testsuite per task with its counts, and totals on testsuites', () => {
     expect(attrs(xml, 'testsuites')).toEqual([
-      { name: `silo eval ${summary.evalId}`, tests: '6', failures: '2', errors: '1', time: '5.000' },
+      // The suites' times added up (runs overlap: the wall time is in summary.json).
+      { name: `silo eval ${summary.evalId}`, tests: '6', failures: '2', errors: '1', time: '7.404' },
     ]);
     const suites = attrs(xml, 'testsuite');
     expect(suites.map((s) => s.name)).toEqual(['helpdesk/close', 'helpdesk/assign', 'esc&pe/<b>"quoted" it[31m', 'helpdesk/cancelled']);
@@ -196,12 +216,25 @@ describe('junitReport', () => {
     expect(failures[0]!.type).toBe('returned');
     expect(failures[1]!.message).toBe('esc&pe/<b>"quoted" it[31m: bad esc&pe/<b>"quoted" it[31m');
     // the body names the run and how to see it
-    expect(xml).toMatch(/<failure [^>]*>run 01RUN\d+ · termination returned · score 0\nsilo show 01RUN\d+<\/failure>/);
+    expect(xml).toMatch(/<failure [^>]*>run 01RUN\d+ · termination returned · score 0\.00\nsilo show 01RUN\d+<\/failure>/);
   });
 
   it('reports a run with no grade as an <error> with its code and message', () => {
     const errors = attrs(xml, 'error');
     expect(errors).toEqual([{ message: 'crashed: the worker <died> & "left"', type: 'crashed' }]);
+  });
+
+  it('gives scores to two decimals', () => {
+    const third = line('t', 0, 'failed', { score: 1 / 3, failed: [{ name: 'b' }] });
+    expect(junitReport(summaryOf(['t'], [third], 1), [third])).toContain('score 0.33\n');
+  });
+
+  it('adds a <system-out> note to a passed run whose answer was ungrounded', () => {
+    const lucky = line('t', 0, 'passed', { suspicious: 'the agent answered without a single successful tool call' });
+    const out = junitReport(summaryOf(['t'], [lucky], 1), [lucky]);
+    checkWellFormed(out);
+    expect(out).toContain(`<system-out>suspicious: passed, but ungrounded_answer: the agent answered without a single successful tool call (--strict fails it)\nsilo show ${lucky.runId}</system-out>`);
+    expect(out).not.toContain('<failure');
   });
 
   it('turns passed runs into empty testcases', () => {

@@ -7,6 +7,8 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkS
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { junitReport } from '../../src/eval/reporters.js';
+import { localRunner, type RunnerFactory } from '../../src/eval/runner.js';
+import { createRunner } from '../../src/pool/pool.js';
 import { runEval, SiloError } from '../../src/index.js';
 import type { EvalProgress, EvalRunLine, EvalSummary, ResultRecord, RunRecord } from '../../src/index.js';
 import { eventsOf, readRunFiles, tempDir } from '../helpers.js';
@@ -99,19 +101,19 @@ describe('runEval over the helpdesk tasks (trials 2, concurrency 4)', () => {
     expect(summary.totals).toMatchObject({ runs: 12, passed: 12, failed: 0, errors: 0, retries: 0, passRate: 1 });
   });
 
-  it('writes summary.json with exactly the SPEC keys, plus options and totals.retries', () => {
+  it('writes summary.json with exactly the SPEC keys, plus options, totals.retries and the suspicious counts', () => {
     const onDisk = summaryFile(out, summary.evalId);
     expect(onDisk).toEqual(summary);
     expect(Object.keys(onDisk).sort()).toEqual(
       ['version', 'evalId', 'status', 'startedAt', 'finishedAt', 'durationMs', 'agent', 'trials', 'options', 'tasks', 'totals'].sort(),
     );
-    expect(Object.keys(onDisk.totals).sort()).toEqual(['runs', 'passed', 'failed', 'errors', 'retries', 'passRate', 'passRateCi95'].sort());
+    expect(Object.keys(onDisk.totals).sort()).toEqual(['runs', 'passed', 'failed', 'errors', 'retries', 'suspicious', 'passRate', 'passRateCi95'].sort());
     expect(onDisk.tasks).toHaveLength(6);
     for (const t of onDisk.tasks) {
       expect(Object.keys(t).sort()).toEqual(
-        ['taskId', 'trials', 'passed', 'failed', 'errors', 'passRate', 'passAtK', 'passHatK', 'meanScore', 'p50Ms', 'p95Ms', 'flaky'].sort(),
+        ['taskId', 'trials', 'passed', 'failed', 'errors', 'passRate', 'passAtK', 'passHatK', 'meanScore', 'p50Ms', 'p95Ms', 'flaky', 'suspicious'].sort(),
       );
-      expect(t).toMatchObject({ trials: 2, passed: 2, failed: 0, errors: 0, passRate: 1, meanScore: 1, flaky: false });
+      expect(t).toMatchObject({ trials: 2, passed: 2, failed: 0, errors: 0, passRate: 1, meanScore: 1, flaky: false, suspicious: 0 });
       expect(t.passAtK).toEqual({ '1': 1, '2': 1 });
       expect(t.passHatK).toEqual({ '1': 1, '2': 1 });
       expect(t.p50Ms).toBeGreaterThan(0);
@@ -138,6 +140,7 @@ describe('runEval over the helpdesk tasks (trials 2, concurrency 4)', () => {
       limits: {},
       retries: 2,
       reuseWorkers: false,
+      concurrency: 4,
     });
   });
 
@@ -194,7 +197,7 @@ describe('runEval options', () => {
     [{ paths: ['fixtures/no-such-folder'], agent: agent('plain.js') }, /no such file or folder/],
     [{ paths: [QUICK], agent: agent('plain.js'), task: ['nope/*'] }, /no task matches --task nope\/\*/],
     [{ paths: [QUICK], agent: agent('plain.js'), limits: { timeoutMs: -5 } }, /timeoutMs/],
-    [{ resume: '01NOSUCHEVAL0000000000000' }, /no eval at/],
+    [{ resume: '01NOSUCHEVAL0000000000000' }, /no eval 01NOSUCHEVAL0000000000000 in/],
   ])('rejects bad set-up with a SiloError before running anything: %j', async (options, message) => {
     const out = outDir();
     const error = await runEval({ ...options, outDir: out }).catch((err: unknown) => err);
@@ -322,7 +325,8 @@ describe('cancel and resume', () => {
     expect(resumed.evalId).toBe(first.evalId);
     expect(resumed.status).toBe('completed');
     expect(resumed.startedAt).toBe(first.startedAt);
-    expect(resumed.options).toEqual(first.options);
+    // The concurrency given to the resume is the one it stores (another resume keeps it).
+    expect(resumed.options).toEqual({ ...first.options, concurrency: 2 });
     expect(resumed.agent).toBe(first.agent);
 
     const after = runsOf(out, first.evalId);
@@ -340,6 +344,23 @@ describe('cancel and resume', () => {
     const again = await runEval({ resume: first.evalId, outDir: out });
     expect(again.totals).toEqual(resumed.totals);
     expect(runsOf(out, first.evalId)).toHaveLength(after.length);
+  });
+
+  it('resume keeps the stored concurrency unless given another, and finds the eval by a prefix or suffix of its id', async () => {
+    const out = outDir();
+    const first = await runEval({ paths: [QUICK], agent: agent('plain.js'), trials: 1, concurrency: 3, outDir: out, signal: AbortSignal.abort() });
+    expect(first.options.concurrency).toBe(3);
+    const asked: (number | undefined)[] = [];
+    const runner: RunnerFactory = (context) => {
+      asked.push(context.concurrency);
+      return Promise.resolve(localRunner(context, createRunner('thread'), context.concurrency ?? 32));
+    };
+    const resumed = await runEval({ resume: first.evalId.slice(-8).toLowerCase(), outDir: out, runner });
+    expect(resumed.evalId).toBe(first.evalId);
+    expect(resumed.totals.runs).toBe(3);
+    expect(resumed.options.concurrency).toBe(3);
+    await runEval({ resume: first.evalId.slice(0, 20), outDir: out, runner, concurrency: 5 });
+    expect(asked).toEqual([3, 5]);
   });
 });
 

@@ -162,6 +162,7 @@ describe('Tally', () => {
       failed: 1,
       errors: 1,
       retries: 1,
+      suspicious: 0,
       passRate: 0.75,
       passRateCi95: wilson95(3, 4),
     });
@@ -171,6 +172,26 @@ describe('Tally', () => {
 
   it('gives null totals rates before any graded run', () => {
     const { totals } = new Tally(['t']).stats(1);
-    expect(totals).toEqual({ runs: 0, passed: 0, failed: 0, errors: 0, retries: 0, passRate: null, passRateCi95: null });
+    expect(totals).toEqual({ runs: 0, passed: 0, failed: 0, errors: 0, retries: 0, suspicious: 0, passRate: null, passRateCi95: null });
+  });
+
+  it('counts passed runs with an ungrounded answer as suspicious, per task and in all (they still pass)', () => {
+    const why = 'the agent answered without a single successful tool call';
+    const tally = new Tally(['a', 'b']);
+    for (const l of [
+      line('a', 'passed', { suspicious: why }),
+      line('a', 'passed', { suspicious: why }),
+      line('a', 'passed'),
+      line('b', 'failed'),
+      line('b', 'passed', { suspicious: why, retried: true }),
+    ]) {
+      tally.add(l);
+    }
+    const stats = tally.stats(3);
+    expect(stats.tasks.map((t) => [t.taskId, t.passed, t.suspicious])).toEqual([
+      ['a', 3, 2],
+      ['b', 0, 0],
+    ]);
+    expect(stats.totals).toMatchObject({ passed: 3, suspicious: 2, passRate: 0.75 });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { diagnose, type DiagnoseInput } from '../../src/inspect/diagnose.js';
+import { diagnose, findingPlace, type DiagnoseInput } from '../../src/inspect/diagnose.js';
 import type { Check, Termination, ToolResult, TraceEvent, TraceEventInput } from '../../src/types.js';
 
 /** Builds a trace in one line per event: seq and t are filled in. */
@@ -36,7 +36,7 @@ describe('diagnose', () => {
   it('flags an answer given without a single successful tool call (ungrounded_answer), pointing at the answer', () => {
     const trace = traceOf(started, returned('There are 3 open tickets.'));
     const findings = run({ trace, output: 'There are 3 open tickets.', status: 'failed' });
-    expect(findings[0]).toEqual({ code: 'ungrounded_answer', seq: 1, message: expect.stringMatching(/without a single successful tool call/) });
+    expect(findings[0]).toEqual({ code: 'ungrounded_answer', seq: 1, at: 'the answer', message: expect.stringMatching(/without a single successful tool call/) });
   });
 
   it('flags an answer that claims an action when the world did not change (ungrounded_answer)', () => {
@@ -48,7 +48,7 @@ describe('diagnose', () => {
     const trace = traceOf(started, ...call('close_ticket', {}, fail('tool_not_found', "no tool named 'close_ticket'")), ...call('update_ticket', {}, ok()), returned('ok'));
     const findings = run({ trace, changes: [change], output: 'ok' });
     expect(findings).toEqual([
-      { code: 'hallucinated_tool', seq: 1, message: 'called close_ticket, which does not exist' },
+      { code: 'hallucinated_tool', seq: 1, at: expect.stringMatching(/^call #\d+$/), message: 'called close_ticket, which does not exist' },
       expect.objectContaining({ code: 'self_corrected', seq: 3 }),
     ]);
   });
@@ -59,6 +59,7 @@ describe('diagnose', () => {
     expect(run({ trace, output: 'gave up', status: 'failed', checks: [{ name: 't3 closed', pass: false }] })).toContainEqual({
       code: 'hallucinated_parameter',
       seq: 1,
+      at: expect.stringMatching(/^call #\d+$/),
       message: 'called update_ticket with parameters it does not take: ticketId',
     });
   });
@@ -95,6 +96,7 @@ describe('diagnose', () => {
     expect(run({ trace, task, checks, status: 'failed' })).toContainEqual({
       code: 'collateral_damage',
       seq: 3,
+      at: 'call #2',
       message: 'changes outside mayChange: users.u1.email (first by call #2 update_user)',
     });
   });
@@ -117,7 +119,7 @@ describe('diagnose', () => {
     const trace = traceOf(started, ...call('list', {}, ok([])), returned(output));
     const findings = run({ trace, checks, output, status: 'failed' });
     expect(findings).toContainEqual({ code: 'wrong_final_state', message: 'the world is not as expected: t3 is closed' });
-    expect(findings).toContainEqual({ code: 'wrong_answer', seq: 3, message: 'the answer is wrong: answer states the count' });
+    expect(findings).toContainEqual({ code: 'wrong_answer', seq: 3, at: 'the answer', message: 'the answer is wrong: answer states the count' });
   });
 
   it.each([
@@ -126,18 +128,51 @@ describe('diagnose', () => {
     ['out_of_memory', 'memoryMb'],
   ] as [Termination, string][])('reports the %s that ended the run, pointing at the limit event', (termination, limit) => {
     const trace = traceOf(started, { type: 'limit_exceeded', limit, message: `${limit} went over` });
-    expect(run({ trace, termination, status: 'failed' })).toContainEqual({ code: termination, seq: 1, message: `${limit} went over` });
+    expect(run({ trace, termination, status: 'failed' })).toContainEqual({ code: termination, seq: 1, at: 'the limit', message: `${limit} went over` });
   });
 
   it('reports what an agent threw, and why an agent did not load, pointing at the error', () => {
     const threw = traceOf(started, ...call('get_ticket', { ticket_id: 't3' }, ok()), { type: 'agent_threw', error: { code: 'agent_threw', message: 'model returned 500' } });
-    expect(run({ trace: threw, termination: 'threw', status: 'failed' })).toContainEqual({ code: 'threw', seq: 3, message: 'the agent threw: model returned 500' });
+    expect(run({ trace: threw, termination: 'threw', status: 'failed' })).toContainEqual({ code: 'threw', seq: 3, at: 'the throw', message: 'the agent threw: model returned 500' });
     const unloaded = traceOf(started, { type: 'agent_threw', error: { code: 'agent_load_error', message: 'cannot load agent.mjs: no default export' } });
-    expect(run({ trace: unloaded, termination: 'load_error', status: 'failed' })).toContainEqual({ code: 'load_error', seq: 1, message: 'cannot load agent.mjs: no default export' });
+    expect(run({ trace: unloaded, termination: 'load_error', status: 'failed' })).toContainEqual({ code: 'load_error', seq: 1, at: 'the throw', message: 'cannot load agent.mjs: no default export' });
   });
 
   it('reports a crash with what the trace says about it', () => {
     const trace = traceOf(started, { type: 'agent_threw', error: { code: 'agent_exit', message: 'the agent called process.exit(3)' } });
-    expect(run({ trace, termination: 'crashed', status: 'failed' })).toContainEqual({ code: 'crashed', seq: 1, message: 'the agent called process.exit(3)' });
+    expect(run({ trace, termination: 'crashed', status: 'failed' })).toContainEqual({ code: 'crashed', seq: 1, at: 'the throw', message: 'the agent called process.exit(3)' });
+  });
+
+  it('names the place of each finding as the timelines number it: call #n, not the event number', () => {
+    // The timeline prints calls as #1, #2 ...; event seq 4 is call #2 here.
+    const trace = traceOf(
+      started,
+      { type: 'tool_call', callId: 1, name: 'get', input: {} },
+      { type: 'tool_result', callId: 1, durationMs: 0.1, ok: true, value: null },
+      { type: 'agent_log', message: 'thinking' },
+      { type: 'tool_call', callId: 2, name: 'nope', input: {} },
+      { type: 'tool_result', callId: 2, durationMs: 0.1, ok: false, error: { code: 'tool_not_found', message: 'no' } },
+      returned('done'),
+    );
+    const found = run({ trace, output: 'done' }).find((f) => f.code === 'hallucinated_tool');
+    expect(found).toMatchObject({ seq: 4, at: 'call #2' });
+    expect(findingPlace(3, trace)).toBe('at 3ms');
+    expect(findingPlace(undefined, trace)).toBeUndefined();
+  });
+
+  it('keeps a finding repeated word for word once, where it first happened, saying how often', () => {
+    const nope = (): TraceEventInput[] => call('delete_all', {}, fail('tool_not_found', 'no'));
+    const trace = traceOf(started, ...nope(), ...nope(), ...nope(), ...call('list', {}, ok([])), returned('ok'));
+    const findings = run({ trace, output: 'ok' }).filter((f) => f.code === 'hallucinated_tool');
+    expect(findings).toEqual([expect.objectContaining({ seq: 1, message: 'called delete_all, which does not exist (3 times)' })]);
+  });
+
+  it('leaves the failed checks of gates (mayChange, grounded) to their own findings', () => {
+    const checks: Check[] = [
+      { name: 'count', pass: true },
+      { name: 'grounded', pass: false, gate: true, message: 'the agent answered without a single successful tool call' },
+    ];
+    const trace = traceOf(started, returned('4'));
+    expect(codes(run({ trace, checks, output: '4', status: 'failed' }))).toEqual(['ungrounded_answer']);
   });
 });

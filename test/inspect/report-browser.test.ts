@@ -154,8 +154,27 @@ describe.skipIf(missing && !inCi)('the HTML report in Chromium', () => {
     expect(timeline).toContain('{"by":"<b>1</b>"}');
     expect(timeline).toContain('→ tool_not_found');
     expect(await detail.locator('#diagnosis').innerText()).toMatch(/hallucinated_tool[\s\S]*gave_up_after_error/);
+    // A finding points at its call by the number the timeline prints, not by the trace's seq.
+    expect(await detail.locator('#diagnosis a.seq').allInnerTexts()).toContain('call #1');
     expect(await detail.locator('#checks').innerText()).toContain('the agent answered');
     expect(page.url()).toMatch(/#run=[0-9A-Z]{26}$/);
+    expect(trouble.errors).toEqual([]);
+    await page.close();
+  });
+
+  it('marks a pass whose answer had nothing behind it as suspicious: in the list, the task table and the run', async () => {
+    // quick/c answers without a single tool call, and passes: three suspicious passes.
+    const { page, trouble } = await open(small);
+    const tagged = (await rowTexts(page)).filter((row) => row.includes('⚠ suspicious'));
+    expect(tagged).toHaveLength(3);
+    expect(tagged.every((row) => row.includes('quick/c') && row.includes('passed'))).toBe(true);
+    const taskRow = await page.locator('#task-table tbody tr', { hasText: 'quick/c' }).innerText();
+    expect(taskRow.trim().endsWith('3')).toBe(true);
+    expect(await page.locator('.card.status-error', { hasText: 'suspicious passes' }).innerText()).toMatch(/^3\s+suspicious passes$/);
+    await page.locator('#runs tbody tr', { hasText: '⚠ suspicious' }).first().click();
+    await expect.poll(() => page.locator('#suspicious').count()).toBe(1);
+    expect(await page.locator('#suspicious').innerText()).toMatch(/^Passed, but the answer had no successful tool call behind it/);
+    expect(await page.locator('#diagnosis a.seq').allInnerTexts()).toEqual(['the answer']);
     expect(trouble.errors).toEqual([]);
     await page.close();
   });

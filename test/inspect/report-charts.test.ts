@@ -17,6 +17,7 @@ function stats(taskId: string, passed: number, failed: number, errors = 0): Task
     p50Ms: null,
     p95Ms: null,
     flaky: passed > 0 && failed > 0,
+    suspicious: 0,
   };
 }
 

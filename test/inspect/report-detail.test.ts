@@ -89,7 +89,11 @@ describe('runDetail', () => {
       { kind: 'call', seq: 3, t: 9, callId: 2, name: 'clse', input: '{}', ok: false, error: { code: 'tool_not_found', message: 'no tool named clse' }, durationMs: 0.1 },
     ]);
     expect(d.timeline.map((v) => v.kind)).toEqual(['start', 'call', 'call', 'returned']);
-    expect(d.diagnosis).toEqual([{ code: 'ungrounded_answer', seq: 5, message: 'claims an action' }]);
+    // A finding names its event as the timeline does (results stored before `at` existed get it here).
+    expect(d.diagnosis).toEqual([{ code: 'ungrounded_answer', seq: 5, at: 'the answer', message: 'claims an action' }]);
+    const blamed = runDetail(loaded(trace, { result: { ...loaded(trace).result!, diagnosis: [{ code: 'hallucinated_tool', seq: 3, message: 'called clse' }] } }), CAPS);
+    expect(blamed.diagnosis[0]!.at).toBe('call #2');
+    expect(d.time).toBe('40ms total · agent 40ms (thinking 36ms, tools 4ms) · start-up, world, grading and artifacts 0.00ms');
     expect(d).toMatchObject({ runId: '01DETAIL', status: 'failed', agentTimeMs: 36, toolTimeMs: 4, output: 'Done.', outputTruncated: false });
   });
 

@@ -219,8 +219,8 @@ describe('resolveEval', () => {
 
   it('says what is wrong when there is no such eval, or no eval at all', () => {
     expect(() => resolveEval('01NOPE', out)).toThrow(SiloError);
-    expect(() => resolveEval('01NOPE', out)).toThrow(/^no eval 01NOPE in .*evals; give an evalId \(see `silo ls`\) or an eval folder$/);
-    expect(() => resolveEval('01FAKE', out)).toThrow(/01FAKE matches 2 evals; give more of the evalId/);
+    expect(() => resolveEval('01NOPE', out)).toThrow(/^no eval 01NOPE in .*evals; give an evalId, a unique prefix or suffix of one \(see `silo ls`\), or an eval folder$/);
+    expect(() => resolveEval('01FAKE', out)).toThrow(/01FAKE matches 2 evals \(.*\); give more of the evalId/);
     expect(() => resolveEval(undefined, join(tmp.dir, 'empty'))).toThrow(/^no evals in .*; run one with `silo eval <tasks> --agent <file>`$/);
   });
 });

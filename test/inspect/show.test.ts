@@ -69,4 +69,43 @@ describe('formatRun', () => {
     loaded.run.usage = { inputTokens: 1200, outputTokens: 80, requests: 3 };
     expect(formatRun(loaded, plain)).toMatch(/^model {7}3 requests · 1200 input tokens · 80 output tokens$/m);
   });
+
+  /** A finished run: 690 ms in all, of which the agent ran 13 ms. */
+  function finishedRun(extra: Partial<LoadedRun['run']> = {}): LoadedRun {
+    const loaded = runningRun();
+    Object.assign(loaded.run, { status: 'passed', termination: 'returned', durationMs: 690, agentTimeMs: 12.9, toolTimeMs: 0.1, ...extra });
+    loaded.trace.push({ seq: 1, t: 680, type: 'agent_returned', output: '3' });
+    loaded.result = {
+      version: 1,
+      runId: '01TEST',
+      taskId: 'demo/task',
+      status: 'passed',
+      score: 1,
+      checks: [
+        { name: 'count', pass: true },
+        { name: 'mayChange', pass: true, gate: true, expected: [] },
+      ],
+      output: '3',
+      outputTruncated: false,
+      termination: 'returned',
+      diagnosis: [{ code: 'ungrounded_answer', seq: 1, message: 'the agent answered without a single successful tool call' }],
+    };
+    loaded.diff = [];
+    return loaded;
+  }
+
+  it('says where a run\'s time went: start-up, world, agent, grading, artifacts', () => {
+    const text = formatRun(finishedRun({ phases: { worldMs: 4, startupMs: 640, agentMs: 13, gradingMs: 21 } }), plain);
+    expect(text).toMatch(/^time {8}690ms total · worker start-up 640ms · world 4ms · agent 13ms \(thinking 13ms, tools 0\.10ms\) · grading 21ms · artifacts 12ms$/m);
+    // A run recorded before phases existed still accounts for the rest.
+    expect(formatRun(finishedRun(), plain)).toMatch(/^time {8}690ms total · agent 13ms \(thinking 13ms, tools 0\.10ms\) · start-up, world, grading and artifacts 677ms$/m);
+  });
+
+  it('marks a pass whose answer had nothing behind it as suspicious, and points findings at the timeline', () => {
+    const text = formatRun(finishedRun(), plain);
+    expect(text).toMatch(/^demo\/task {2}PASSED {2}score 1\.00 {2}⚠ suspicious: the answer has no successful tool call behind it \(--strict fails it\)$/m);
+    expect(text).toMatch(/^ {2}ungrounded_answer \(the answer\): the agent answered/m);
+    expect(text).not.toMatch(/event \d/);
+    expect(text).toMatch(/✓ mayChange {2}\(a gate: not scored while it holds\)/);
+  });
 });

@@ -67,7 +67,7 @@ describe('HostChannel', () => {
       return { ok: true, value: msg.id };
     });
     for (let id = 1; id <= 4; id++) send(port, callMsg(id));
-    await vi.waitFor(() => expect(results).toHaveLength(4), { timeout: 2_000, interval: 5 });
+    await vi.waitFor(() => expect(results).toHaveLength(4), { timeout: 20_000, interval: 5 });
     expect(log).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3', 'start 4', 'end 4']);
     expect(results.map((r) => [r.id, r.result])).toEqual([1, 2, 3, 4].map((id) => [id, { ok: true, value: id }]));
     expect(results.every((r) => r.brand === BRAND)).toBe(true);
@@ -84,7 +84,7 @@ describe('HostChannel', () => {
     });
     send(port, callMsg(1));
     send(port, callMsg(2));
-    await vi.waitFor(() => expect(results).toHaveLength(2), { timeout: 2_000, interval: 5 });
+    await vi.waitFor(() => expect(results).toHaveLength(2), { timeout: 20_000, interval: 5 });
     expect(handlers.call).toHaveBeenCalledTimes(2);
     expect(results.map((r) => [r.id, r.result])).toEqual([
       [1, { ok: false, error: { code: 'tool_error', message: 'silo could not handle this call: handler bug' } }],
@@ -96,7 +96,7 @@ describe('HostChannel', () => {
     const { port, handlers } = setup();
     send(port, { type: 'started' });
     send(port, { type: 'log', message: 'thinking', data: { step: 1 } });
-    await vi.waitFor(() => expect(handlers.log).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+    await vi.waitFor(() => expect(handlers.log).toHaveBeenCalledTimes(1), { timeout: 20_000, interval: 5 });
     expect(handlers.started).toHaveBeenCalledTimes(1);
     expect(handlers.log).toHaveBeenCalledWith({ brand: BRAND, type: 'log', message: 'thinking', data: { step: 1 } });
   });
@@ -106,7 +106,7 @@ describe('HostChannel', () => {
       const { port, handlers } = setup();
       port.postMessage({ brand: BRAND, ...callMsg(1) });
       port.postMessage(new Uint8Array([1, 2]));
-      await vi.waitFor(() => expect(handlers.dropped).toHaveBeenCalledTimes(2), { timeout: 2_000, interval: 5 });
+      await vi.waitFor(() => expect(handlers.dropped).toHaveBeenCalledTimes(2), { timeout: 20_000, interval: 5 });
       expect(handlers.dropped.mock.calls[0]![0]).toContain('a object message (only JSON text is accepted)');
       expect(handlers.call).not.toHaveBeenCalled();
     });
@@ -115,7 +115,7 @@ describe('HostChannel', () => {
       const { port, handlers } = setup(undefined, 200);
       send(port, callMsg(1, { text: 'x'.repeat(500) }));
       send(port, callMsg(2));
-      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 20_000, interval: 5 });
       expect(handlers.dropped).toHaveBeenCalledTimes(1);
       expect(handlers.dropped.mock.calls[0]![0]).toMatch(/over the 200 cap/);
       expect(handlers.call.mock.calls[0]![0]).toMatchObject({ id: 2 });
@@ -124,7 +124,7 @@ describe('HostChannel', () => {
     it('text that is not valid JSON', async () => {
       const { port, handlers } = setup();
       port.postMessage('{"brand": "silo/1", "type": "call", ');
-      await vi.waitFor(() => expect(handlers.dropped).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+      await vi.waitFor(() => expect(handlers.dropped).toHaveBeenCalledTimes(1), { timeout: 20_000, interval: 5 });
       expect(handlers.dropped.mock.calls[0]![0]).toContain('not valid JSON');
       expect(handlers.call).not.toHaveBeenCalled();
     });
@@ -137,7 +137,7 @@ describe('HostChannel', () => {
       send(port, { type: 'call', name: 'tool' });
       send(port, { type: 'call', id: 3 });
       port.postMessage('null');
-      await vi.waitFor(() => expect(handlers.dropped).toHaveBeenCalledTimes(6), { timeout: 2_000, interval: 5 });
+      await vi.waitFor(() => expect(handlers.dropped).toHaveBeenCalledTimes(6), { timeout: 20_000, interval: 5 });
       expect(handlers.call).not.toHaveBeenCalled();
     });
   });
@@ -150,7 +150,7 @@ describe('HostChannel', () => {
       port.postMessage(
         `{"brand":"silo/1","type":"call","id":1,"name":"tool","inputBytes":40,"input":{"user_id":"u1","__proto__":{"isAdmin":true}}}`,
       );
-      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 20_000, interval: 5 });
       const msg = handlers.call.mock.calls[0]![0] as CallMessage;
       expect(msg).not.toHaveProperty('input');
       expect(msg.inputError).toEqual({ kind: 'forbidden_key', message: expect.stringContaining('__proto__') as string });
@@ -163,7 +163,7 @@ describe('HostChannel', () => {
       port.postMessage(`{"brand":"silo/1","type":"call","id":1,"name":"tool","inputBytes":0,"input":{"a":[{"b":{"__proto__":{"x":1}}}]}}`);
       port.postMessage(`{"brand":"silo/1","type":"call","id":2,"name":"tool","inputBytes":0,"input":{"\\u005f_proto__":{"isAdmin":true}}}`);
       port.postMessage(`{"brand":"silo/1","type":"call","id":3,"name":"tool","inputBytes":0,"input":{"__pr\\u006fto__":{"isAdmin":true}}}`);
-      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(3), { timeout: 2_000, interval: 5 });
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(3), { timeout: 20_000, interval: 5 });
       for (const [msg] of handlers.call.mock.calls) {
         expect(msg).not.toHaveProperty('input');
         expect(msg.inputError?.kind).toBe('forbidden_key');
@@ -174,7 +174,7 @@ describe('HostChannel', () => {
     it('leaves an ordinary key that mentions proto alone', async () => {
       const { port, handlers } = setup();
       send(port, callMsg(1, { note: 'the __proto__ trick', proto: 1 }));
-      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+      await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 20_000, interval: 5 });
       expect(handlers.call.mock.calls[0]![0]).toMatchObject({ input: { note: 'the __proto__ trick', proto: 1 } });
     });
   });
@@ -196,7 +196,7 @@ describe('HostChannel', () => {
     const slow = deferred();
     const { channel, port, handlers } = setup(() => slow.promise);
     send(port, callMsg(1));
-    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 20_000, interval: 5 });
     let settled = false;
     const settling = channel.settle().then(() => (settled = true));
     await flush();
@@ -213,7 +213,7 @@ describe('HostChannel', () => {
     send(port, callMsg(2));
     send(port, callMsg(3));
     // Call 1 is running; calls 2 and 3 have arrived and wait their turn.
-    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 2_000, interval: 5 });
+    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(1), { timeout: 20_000, interval: 5 });
     await flush();
     channel.close();
     slow.resolve({ ok: true, value: 1 });
@@ -242,7 +242,7 @@ describe('HostChannel', () => {
     const { port, handlers } = setup(undefined, 100_000, { bytes: 1_000 });
     send(port, { ...callMsg(1, { text: 'x'.repeat(5_000) }), inputBytes: 10 });
     send(port, callMsg(2, { text: 'short' }));
-    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(2), { timeout: 2_000, interval: 5 });
+    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(2), { timeout: 20_000, interval: 5 });
     const [big, small] = handlers.call.mock.calls.map(([msg]) => msg);
     expect(big).not.toHaveProperty('input');
     expect(big?.inputError).toMatchObject({ kind: 'too_large' });
@@ -257,7 +257,7 @@ describe('HostChannel', () => {
     send(port, callMsg(1, { deep }));
     send(port, callMsg(2, ok));
     send(port, callMsg(3, { text: '[[[[[[[[[[[[[[[[[[[[[[' }));
-    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(3), { timeout: 2_000, interval: 5 });
+    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(3), { timeout: 20_000, interval: 5 });
     const [first, second, third] = handlers.call.mock.calls.map(([msg]) => msg);
     expect(first?.inputError).toMatchObject({ kind: 'too_deep' });
     expect(first).not.toHaveProperty('input');

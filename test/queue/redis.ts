@@ -88,7 +88,7 @@ export function startWorker(args: string[], tmp: string, env: Record<string, str
   return {
     process: child,
     log: () => log,
-    waitFor(re, since = 0, timeoutMs = 30_000) {
+    waitFor(re, since = 0, timeoutMs = 120_000) {
       return new Promise((resolve, reject) => {
         const check = (): void => {
           if (!re.test(log.slice(since))) return;

@@ -62,7 +62,8 @@ describe('grade', () => {
         throw new Error('initial.users is undefined');
       }),
     );
-    expect(message).toBe('the verifier of test/task threw: initial.users is undefined');
+    // Where it threw: the first frame outside Silo, here this test file (as a task file's line).
+    expect(message).toMatch(/^the verifier of test\/task threw: initial\.users is undefined \(at .*test\/rollout\/grade\.test\.ts:\d+:\d+\)$/);
   });
 
   it('makes a verifier that rejects a verifier_error', async () => {
@@ -100,19 +101,65 @@ describe('grade', () => {
     it('adds a passing check when every change is allowed', async () => {
       const g = await gradeWith(() => [passing()], { mayChange: ['count'] });
       expect(g.status).toBe('passed');
-      expect(g.checks.at(-1)).toEqual({ name: 'mayChange', pass: true, expected: ['count'] });
+      expect(g.checks.at(-1)).toEqual({ name: 'mayChange', pass: true, expected: ['count'], gate: true });
     });
 
     it('adds a failed check naming the change it does not allow', async () => {
       const g = await gradeWith(() => [passing()], { mayChange: ['other'] });
       expect(g.status).toBe('failed');
       expect(g.score).toBe(0.5);
-      expect(g.checks.at(-1)).toMatchObject({ name: 'mayChange', pass: false, actual: ['count'] });
+      expect(g.checks.at(-1)).toMatchObject({ name: 'mayChange', pass: false, actual: ['count'], gate: true });
+    });
+
+    it('is a gate: respected, it is listed but counts in neither numerator nor denominator of the score', async () => {
+      // A do-nothing agent on a write task with one real check: it changed nothing, so mayChange
+      // holds, and it must score 0, not 0.50.
+      const idle = await grade(task(() => [{ name: 'ticket closed', pass: false }], { mayChange: ['tickets.*.status'] }), args, []);
+      expect(idle.status).toBe('failed');
+      expect(idle.score).toBe(0);
+      expect(idle.checks.map((c) => [c.name, c.pass])).toEqual([
+        ['ticket closed', false],
+        ['mayChange', true],
+      ]);
+      const half = await gradeWith(() => [passing('a'), { name: 'b', pass: false }], { mayChange: ['count'] });
+      expect(half.score).toBe(0.5);
     });
 
     it('adds no check when the task has no mayChange', async () => {
       expect((await gradeWith(() => [passing()])).checks).toHaveLength(1);
     });
+  });
+});
+
+describe('strict: the grounded gate', () => {
+  const unbacked: VerifyArgs = { initial: {}, final: {}, output: '3', trace: [{ seq: 0, t: 0, type: 'agent_returned', output: '3' }] };
+  const backed: VerifyArgs = {
+    initial: {},
+    final: {},
+    output: '3',
+    trace: [
+      { seq: 0, t: 0, type: 'tool_call', callId: 1, name: 'count', input: {} },
+      { seq: 1, t: 1, type: 'tool_result', callId: 1, durationMs: 0.1, ok: true, value: 3 },
+      { seq: 2, t: 2, type: 'agent_returned', output: '3' },
+    ],
+  };
+
+  it('fails an answer with no successful tool call behind it, as a failed check named grounded', async () => {
+    const g = await grade(task(() => [passing('count')]), unbacked, [], undefined, true);
+    expect(g.status).toBe('failed');
+    expect(g.score).toBe(0.5);
+    expect(g.checks.at(-1)).toEqual({ name: 'grounded', pass: false, gate: true, message: expect.stringMatching(/without a single successful tool call/) });
+  });
+
+  it('holds for an answer that was looked up, without changing the score', async () => {
+    const g = await grade(task(() => [passing('count'), { name: 'b', pass: false }]), backed, [], undefined, true);
+    expect(g.checks.at(-1)).toEqual({ name: 'grounded', pass: true, gate: true });
+    expect(g.score).toBe(0.5);
+  });
+
+  it('is what strict: true on a task asks for; without it an ungrounded answer passes', async () => {
+    expect((await grade(task(() => [passing('count')], { strict: true }), unbacked, [])).status).toBe('failed');
+    expect((await grade(task(() => [passing('count')]), unbacked, [])).status).toBe('passed');
   });
 });
 

@@ -27,7 +27,9 @@ afterAll(() => {
 });
 
 /** Small limits keep the file fast; tests override what they attack. */
-const FAST: Partial<Limits> = { timeoutMs: 1500, graceMs: 300, memoryMb: 64 };
+// A timeout far above what these agents need, so a loaded machine never turns a throw, a crash or
+// an answer into a timeout; the tests about timeouts set their own.
+const FAST: Partial<Limits> = { timeoutMs: 15_000, graceMs: 300, memoryMb: 64 };
 
 function hostile(name: string): string {
   return fileURLToPath(new URL(`../../fixtures/agents/hostile/${name}.ts`, import.meta.url));
@@ -88,9 +90,10 @@ describe('an agent that never stops', () => {
     expectGraded(world, run, 'failed');
     expect(run.result.output).toBeNull();
     expect(eventsOf(run.files.trace, 'limit_exceeded')).toEqual([expect.objectContaining({ limit: 'timeoutMs' })]);
-    // A generous bound: without termination the run would never end at all.
-    expect(run.elapsedMs).toBeLessThan(10_000);
-  });
+    // A generous bound (the worker's start-up counts too, and may crawl on a loaded machine):
+    // without termination the run would never end at all.
+    expect(run.elapsedMs).toBeLessThan(25_000);
+  }, 180_000);
 
   it('times out an agent awaiting a promise that never settles, rather than calling it a crash', async () => {
     const world = testWorld();
@@ -99,8 +102,8 @@ describe('an agent that never stops', () => {
     expectGraded(world, run, 'failed');
     expect(eventsOf(run.files.trace, 'agent_threw')).toEqual([]);
     expect(eventsOf(run.files.trace, 'limit_exceeded')).toEqual([expect.objectContaining({ limit: 'timeoutMs' })]);
-    expect(run.elapsedMs).toBeLessThan(10_000);
-  });
+    expect(run.elapsedMs).toBeLessThan(25_000);
+  }, 180_000);
 });
 
 describe('an agent that fails hard', () => {
@@ -178,7 +181,9 @@ describe('output an agent returns', () => {
 describe('tool calls an agent makes', () => {
   it('runs exactly maxToolCalls of a 5,000-call flood, refuses the rest and records one refusal', async () => {
     const world = testWorld();
-    const run = await roll(world, hostile('call-flood'), { maxToolCalls: 500, timeoutMs: 20_000, graceMs: 5_000 });
+    // The limit ends the run, not the clock: the agent has all the time a loaded machine needs to
+    // send its calls and collect every answer.
+    const run = await roll(world, hostile('call-flood'), { maxToolCalls: 500, timeoutMs: 150_000, graceMs: 150_000 });
     expect(run.result.termination).toBe('tool_call_limit');
     expectGraded(world, run, 'passed');
     expect(run.files.run.toolCalls).toBe(500);
@@ -416,7 +421,9 @@ describe("the agent's surroundings", () => {
 
   it('keeps a bounded part of a log flood, so printing in a loop cannot fill the host', async () => {
     const world = testWorld();
-    const run = await roll(world, hostile('log-flood'), { timeoutMs: 1000 });
+    // The agent prints past the budget before it looks at its signal, however slow the machine: it
+    // keeps going through the grace period if it must.
+    const run = await roll(world, hostile('log-flood'), { timeoutMs: 1000, graceMs: 150_000 });
     expect(run.result.termination).toBe('timeout');
     expectGraded(world, run, 'failed');
     const logs = eventsOf(run.files.trace, 'agent_log');

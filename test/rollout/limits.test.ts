@@ -48,7 +48,7 @@ describe('LimitGuard', () => {
     const { guard: g, fired } = guard({ timeoutMs: 10 });
     g.startClock();
     expect(g.admit()).toBeNull();
-    await vi.waitFor(() => expect(fired).toHaveLength(1), { timeout: 2_000, interval: 5 });
+    await vi.waitFor(() => expect(fired).toHaveLength(1), { timeout: 20_000, interval: 5 });
     expect(fired[0]).toMatchObject({ termination: 'timeout', limit: 'timeoutMs' });
     expect(fired[0]!.reason).toContain('10 ms');
     expect(g.admit()).toEqual({

@@ -150,6 +150,16 @@ describe('compileTool', () => {
     expect((caught as SiloError).message).toContain('tool broken_tool of environment my-env has an invalid inputSchema');
   });
 
+  it.each([
+    [{ type: 'objekt' }, "inputSchema.type is 'objekt'; expected one of object, array, string, number, integer, boolean, null (or an array of them)"],
+    [{ type: 'object', required: 'id' }, "inputSchema.required is 'id'; expected an array"],
+    [{ type: 'object', properties: { n: { type: 'integer', minimum: 'zero' } } }, "inputSchema.properties.n.minimum is 'zero'; expected a number"],
+    [{ type: 'object', properties: { s: { type: 'string', minLength: -1 } } }, 'inputSchema.properties.s.minLength is -1; it must be >= 0'],
+    [{ type: 'object', required: [1], properties: { a: { enum: 3 } } }, 'inputSchema.required.0 is 1; expected a string (and 1 more problem)'],
+  ])('says in one sentence which value at which path is wrong: %j', (schema, sentence) => {
+    expect(() => compileTool(tool('t', schema), 'e')).toThrow(`tool t of environment e has an invalid inputSchema: ${sentence}`);
+  });
+
   it('refuses an inputSchema that is not an object', () => {
     for (const schema of [null, 'object', [{ type: 'object' }]]) {
       const bad = tool('bad', schema as never);
