@@ -84,6 +84,13 @@ describe('a lucky liar (item 1): passes, with a warning everywhere; --strict fai
     expect(summaryOf(out, 'strict-1')).toMatchObject({ options: { strict: true }, totals: { passed: 0, failed: 1, suspicious: 0 } });
     const again = await silo('eval', '--resume', 'strict-1', '--strict', '--out', out);
     expect(again.stderr).toMatch(/--strict cannot be given/);
+    // A regrade grades the strict run strictly again: the lucky answer stays a failed grounded check.
+    const regraded = await silo('regrade', 'strict-1', '--out', out);
+    expect(regraded.code, regraded.stderr).toBe(1);
+    expect(summaryOf(out, 'strict-1')).toMatchObject({ totals: { passed: 0, failed: 1, suspicious: 0 } });
+    const runId = readdirSync(join(out, 'runs'))[0]!;
+    const result = JSON.parse(readFileSync(join(out, 'runs', runId, 'result.json'), 'utf8')) as ResultRecord;
+    expect(result.checks.find((c) => c.name === 'grounded')).toMatchObject({ pass: false });
   });
 });
 
