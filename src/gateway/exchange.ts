@@ -1,0 +1,221 @@
+/**
+ * One model request from start to end, whoever makes it: the agent through the gateway's HTTP
+ * server, or Silo on the host (see call.ts). The cache is looked up first; otherwise the request
+ * goes upstream and the answer is written to the caller as it arrives, chunk by chunk, while a
+ * copy is read for its usage (a stream's events, or the JSON body at its end), kept for
+ * models.jsonl and, when whole and successful, stored in the cache. Then it is recorded.
+ */
+import { performance } from 'node:perf_hooks';
+import { describeError } from '../errors.js';
+import { round } from '../rollout/trace.js';
+import { cacheKeyHash, requestIdentity, type Actor, type CacheKey, type ModelCache } from './cache.js';
+import { BodyCapture, type ModelCall, type ModelLog } from './record.js';
+import type { Routed } from './providers.js';
+import { SseReader } from './sse.js';
+import { UpstreamError, type Upstream } from './upstream.js';
+import { asksForStreamUsage, StreamUsage, usageOfBody, withoutAddedUsage, type TokenCounts } from './usage.js';
+
+/** Where a response goes: the agent's HTTP response, or a buffer on the host. */
+export interface Sink {
+  head(status: number, headers: Record<string, string>): void;
+  /** Resolves when the receiver can take more (or at once). */
+  write(chunk: Buffer | string): Promise<void> | void;
+  end(): void;
+  /** Ends the response before its end (it was cut off): the receiver sees the connection drop. */
+  abort(): void;
+  /** The receiver went away before the end. */
+  readonly gone: boolean;
+}
+
+/** What an exchange needs around it. */
+export interface ExchangeContext {
+  upstream: Upstream;
+  cache: ModelCache | null;
+  log: ModelLog;
+  taskId: string | null;
+  trial: number | null;
+  /** Counts the occurrences of a request within its rollout (see ModelSession.occurrence). */
+  occurrence(identity: string): number;
+  /** Bytes of one response, at most; a longer one is cut off (the caller sees the connection end). */
+  maxResponseBytes: number;
+}
+
+/** One request. */
+export interface ExchangeRequest {
+  actor: Actor;
+  routed: Routed;
+  /** The body as sent (POST), and its JSON. */
+  raw: Buffer | null;
+  json: Record<string, unknown> | null;
+  /** Headers to send upstream (chosen by the caller; never credentials). */
+  headers: Record<string, string>;
+  signal: AbortSignal;
+  /** When the request arrived (performance.now()). */
+  startedAt: number;
+}
+
+/** Response headers passed on to the caller; the rest (cookies, the upstream's internals) are not. */
+const PASSED_HEADERS = ['content-type', 'request-id', 'x-request-id', 'openai-processing-ms'];
+
+/** A JSON error in a shape both SDKs read (`error.message`), sent when the gateway answers itself. */
+export function errorBody(type: string, message: string, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({ type: 'error', error: { type, code: type, message, ...extra } });
+}
+
+/**
+ * Headers of an answer the caller should not try again: the gateway tried already (or the answer
+ * is final), and an agent's SDK retrying on its own would multiply the load.
+ */
+export const NO_RETRY = { 'x-should-retry': 'false' };
+
+/** Runs one request to its end and records it; never rejects. */
+export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink: Sink): Promise<ModelCall> {
+  const { routed } = req;
+  const requestId = ctx.log.nextRequestId();
+  const model = typeof req.json?.model === 'string' ? req.json.model : null;
+  const stream = req.json?.stream === true;
+  const requestCapture = new BodyCapture();
+  if (req.raw) requestCapture.add(req.raw);
+  const responseCapture = new BodyCapture();
+  const call: ModelCall = {
+    requestId,
+    actor: req.actor,
+    provider: routed.provider,
+    endpoint: routed.endpoint,
+    model,
+    stream,
+    status: null,
+    durationMs: 0,
+    queuedMs: 0,
+    usage: { inputTokens: 0, outputTokens: 0 },
+  };
+  const finish = (json: boolean): ModelCall => {
+    call.durationMs = round(performance.now() - req.startedAt);
+    call.queuedMs = round(call.queuedMs);
+    ctx.log.record(call, requestCapture, responseCapture, json);
+    return call;
+  };
+
+  // The cache: the same request, in the same task, trial and place in the rollout.
+  let cacheKey: CacheKey | null = null;
+  let cacheHash = '';
+  if (ctx.cache) {
+    const identity = { actor: req.actor, provider: routed.provider, endpoint: routed.endpoint, path: routed.upstreamPath, body: req.json };
+    cacheKey = { ...identity, taskId: ctx.taskId, trial: ctx.trial, occurrence: ctx.occurrence(requestIdentity(identity)) };
+    cacheHash = cacheKeyHash(cacheKey);
+    const hit = ctx.cache.reads ? await ctx.cache.get(cacheHash) : null;
+    if (hit) {
+      call.status = hit.status;
+      call.cached = true;
+      call.usage = hit.usage ?? { inputTokens: 0, outputTokens: 0 };
+      sink.head(hit.status, { 'content-type': hit.contentType ?? 'application/json', ...(hit.status >= 400 ? NO_RETRY : {}) });
+      await sink.write(hit.body);
+      sink.end();
+      responseCapture.add(hit.body);
+      return finish(isJson(hit.contentType));
+    }
+  }
+
+  // OpenAI chat streams carry usage only when asked: ask, and take out what asking adds.
+  const addUsage = routed.endpoint === 'chat/completions' && stream && req.json !== null && !asksForStreamUsage(req.json);
+  const body = addUsage ? Buffer.from(JSON.stringify({ ...req.json, stream_options: { ...(req.json!.stream_options as object | undefined), include_usage: true } })) : req.raw;
+
+  let response;
+  try {
+    response = await ctx.upstream.send({ provider: routed.provider, method: routed.method, path: routed.upstreamPath, headers: req.headers, body, signal: req.signal });
+  } catch (err) {
+    const e = err instanceof UpstreamError ? err : new UpstreamError(describeError(err), { aborted: req.signal.aborted, queuedMs: 0, retries: 0 });
+    call.queuedMs = e.queuedMs;
+    if (e.retries) call.retries = e.retries;
+    call.error = e.aborted ? `aborted: ${describeError(req.signal.reason ?? 'the caller went away')}` : e.message;
+    if (!e.aborted && !sink.gone) {
+      call.status = 502;
+      const text = errorBody('upstream_unavailable', `silo gateway: ${e.message}`);
+      sink.head(502, { 'content-type': 'application/json', ...NO_RETRY });
+      await sink.write(text);
+      sink.end();
+      responseCapture.add(text);
+    }
+    return finish(true);
+  }
+  call.queuedMs = response.queuedMs;
+  if (response.retries) call.retries = response.retries;
+  call.status = response.status;
+  const contentType = String(response.headers['content-type'] ?? '');
+  const sse = contentType.includes('text/event-stream');
+  const headers: Record<string, string> = {};
+  for (const name of PASSED_HEADERS) {
+    const value = response.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  if (response.status >= 400) Object.assign(headers, NO_RETRY);
+  sink.head(response.status, headers);
+
+  const reader = sse ? new SseReader() : null;
+  const streamUsage = sse ? new StreamUsage(routed.provider, routed.endpoint) : null;
+  // The whole body, for a JSON answer's usage and for the cache (not kept otherwise).
+  const keepWhole = !sse || (ctx.cache?.writes === true && response.status < 300);
+  const whole: Buffer[] = [];
+  let bytes = 0;
+  let complete = false;
+  const relay = async (chunk: Buffer | string): Promise<void> => {
+    if (chunk.length === 0) return;
+    responseCapture.add(chunk);
+    if (keepWhole) whole.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+    await sink.write(chunk);
+  };
+  try {
+    for await (const data of response.body as AsyncIterable<Buffer>) {
+      bytes += data.length;
+      if (bytes > ctx.maxResponseBytes) {
+        call.error = `the response was cut off at ${ctx.maxResponseBytes} bytes (the gateway's cap)`;
+        break;
+      }
+      if (reader) {
+        const events = reader.push(data);
+        for (const event of events) streamUsage!.take(event);
+        if (addUsage) await relay(events.map(withoutAddedUsage).join(''));
+        else await relay(data);
+      } else {
+        await relay(data);
+      }
+      if (sink.gone) {
+        call.error = 'the caller closed the connection before the end of the response';
+        break;
+      }
+    }
+    if (!call.error) {
+      complete = true;
+      if (reader) {
+        const rest = reader.end();
+        for (const event of rest) streamUsage!.take(event);
+        if (addUsage) await relay(rest.map(withoutAddedUsage).join(''));
+      }
+    }
+  } catch (err) {
+    call.error = req.signal.aborted ? `aborted: ${describeError(req.signal.reason ?? 'the caller went away')}` : `the response broke off: ${describeError(err)}`;
+  } finally {
+    response.body.destroy();
+  }
+  if (complete) sink.end();
+  else if (!sink.gone) sink.abort();
+
+  let usage: TokenCounts | null = null;
+  if (streamUsage) usage = streamUsage.usage;
+  else if (complete) {
+    try {
+      usage = usageOfBody(routed.provider, JSON.parse(Buffer.concat(whole).toString('utf8')));
+    } catch {
+      // not JSON: no usage
+    }
+  }
+  if (usage) call.usage = usage;
+  if (complete && ctx.cache?.writes && cacheKey && response.status >= 200 && response.status < 300) {
+    await ctx.cache.put(cacheHash, cacheKey, { status: response.status, contentType: contentType || null, body: Buffer.concat(whole).toString('utf8'), usage });
+  }
+  return finish(!sse && isJson(contentType));
+}
+
+function isJson(contentType: string | null): boolean {
+  return contentType === null || contentType.includes('json');
+}
