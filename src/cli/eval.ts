@@ -9,7 +9,7 @@ import { parseShard, type Shard } from '../eval/shard.js';
 import { EvalStore } from '../eval/store.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RETRIES } from '../options.js';
 import type { EvalSummary } from '../types.js';
-import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, isolation, ISOLATION_HELP, limitsFromFlags, MAX_TURNS_HELP, NO_NETWORK_HELP } from './options.js';
+import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, isolation, ISOLATION_HELP, limitsFromFlags, MAX_TURNS_HELP, modelOptions, NO_NETWORK_HELP, type ModelFlags } from './options.js';
 import type { Isolation } from '../pool/pool.js';
 import { agentEnv } from '../agents/builtin.js';
 import { onInterrupt } from './signals.js';
@@ -17,7 +17,7 @@ import { queueRunner } from '../queue/coordinator.js';
 import { createStyle } from '../inspect/style.js';
 import { writeReport } from '../inspect/report.js';
 
-interface EvalFlags {
+interface EvalFlags extends ModelFlags {
   agent?: string;
   isolation: Isolation;
   network: boolean;
@@ -44,7 +44,7 @@ interface EvalFlags {
 }
 
 export function registerEval(program: Command): void {
-  program
+  const command = program
     .command('eval')
     .description('run every selected task k times in parallel and report pass rates, pass@k and pass^k')
     .argument('[paths...]', 'task files, or folders holding tasks.*, *.task.* or *.tasks.* files')
@@ -90,10 +90,11 @@ export function registerEval(program: Command): void {
       const concurrency = flags.queue !== undefined && command.getOptionValueSource('concurrency') !== 'cli' ? undefined : flags.concurrency;
       process.exitCode = await evalCommand(paths, flags, concurrency);
     });
+  modelOptions(command);
 }
 
 /** Options an eval stores and `--resume` reuses: giving them again would be silently ignored. */
-const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns', 'shard', 'evalId'] as const;
+const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns', 'shard', 'evalId', 'provider', 'maxModelRequests', 'maxTokens'] as const;
 
 function refuseWithResume(paths: string[], command: Command): void {
   const given = STORED.filter((key) => command.getOptionValueSource(key) === 'cli').map((key) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -101,7 +102,7 @@ function refuseWithResume(paths: string[], command: Command): void {
   if (given.length > 0) {
     throw new SiloError(
       'SILO_USAGE',
-      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --report, --min-pass-rate, --out and --queue can)`,
+      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --report, --min-pass-rate, --out, --queue and the --model-cache/--model-concurrency flags can)`,
     );
   }
 }
@@ -141,6 +142,9 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
       signal: cancel.signal,
       onProgress: (p) => printer.update(p),
       ...(flags.agent ? { agent: flags.agent } : {}),
+      ...(flags.provider ? { providers: flags.provider } : {}),
+      ...(flags.modelConcurrency === undefined ? {} : { modelConcurrency: flags.modelConcurrency }),
+      ...(flags.modelCache === undefined ? {} : { modelCache: flags.modelCache, modelCacheMode: flags.modelCacheMode ?? 'readwrite' }),
       ...(flags.task ? { task: flags.task } : {}),
       ...(flags.tag ? { tag: flags.tag } : {}),
       ...(flags.resume ? { resume: flags.resume } : {}),

@@ -5,14 +5,15 @@ import { loadTasks } from '../load.js';
 import { selectTasks } from '../filter.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { RunResult } from '../types.js';
-import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, isolation, ISOLATION_HELP, limitsFromFlags, MAX_TURNS_HELP, NO_NETWORK_HELP } from './options.js';
+import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, isolation, ISOLATION_HELP, limitsFromFlags, MAX_TURNS_HELP, modelOptions, NO_NETWORK_HELP, type ModelFlags } from './options.js';
+import { gatewayFor } from '../gateway/gateway.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import { agentEnv } from '../agents/builtin.js';
 import { createStyle } from '../inspect/style.js';
 import { ms } from '../inspect/show.js';
 import { onInterrupt } from './signals.js';
 
-interface RunFlags {
+interface RunFlags extends ModelFlags {
   agent: string;
   isolation: Isolation;
   network: boolean;
@@ -29,7 +30,7 @@ interface RunFlags {
 }
 
 export function registerRun(program: Command): void {
-  program
+  const command = program
     .command('run')
     .description('run an agent on the tasks of a task file, one rollout each, and write the artifacts')
     .argument('<task-file>', 'a module that default-exports a task or an array of tasks (.js, .mjs, .ts)')
@@ -55,6 +56,7 @@ export function registerRun(program: Command): void {
     .action(async (taskFile: string, flags: RunFlags) => {
       process.exitCode = await runCommand(taskFile, flags);
     });
+  modelOptions(command);
 }
 
 async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
@@ -62,6 +64,9 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   const limits = limitsFromFlags(flags);
   const env = agentEnv(flags.agent, flags.env ?? [], process.env);
   const agentOptions = agentOptionsFromFlags(flags);
+  const providers = flags.provider ?? [];
+  // One gateway for every rollout of the command, when the agent reaches a model through it.
+  const gateway = gatewayFor(flags.agent, providers, flags);
 
   const pool = createRunner(flags.isolation, { noNetwork: !flags.network });
   const s = createStyle(process.stdout);
@@ -77,6 +82,8 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
         agent: flags.agent,
         pool,
         env,
+        ...(providers.length > 0 ? { providers } : {}),
+        ...(gateway ? { gateway } : {}),
         ...(agentOptions ? { agentOptions } : {}),
         limits,
         outDir: flags.out,
@@ -89,6 +96,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   } finally {
     stopListening();
     await pool.destroy();
+    await gateway?.close();
   }
 
   if (flags.json) {
@@ -108,7 +116,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
 }
 
 /** Findings that say how a run ended. */
-const ENDINGS = new Set<string>(['threw', 'load_error', 'crashed', 'timeout', 'tool_call_limit', 'out_of_memory']);
+const ENDINGS = new Set<string>(['threw', 'load_error', 'crashed', 'timeout', 'tool_call_limit', 'model_limit', 'out_of_memory']);
 
 function formatLine(r: RunResult, s: ReturnType<typeof createStyle>): string {
   const mark = r.status === 'passed' ? s.green('✓') : r.status === 'failed' ? s.red('✗') : s.yellow('!');

@@ -41,6 +41,10 @@ export function tableReport(summary: EvalSummary, s: Style): string {
       `${t.retries ? ` · ${t.retries} retried` : ''} · pass rate ${pct(t.passRate)}${ci} · ${ms(summary.durationMs ?? 0)}${status}`,
     s.dim(`eval ${summary.evalId} · trials ${summary.trials} · pass@k/pass^k for k in ${ks.join(', ') || '–'} in summary.json`),
   );
+  if (t.usage) {
+    const u = t.usage;
+    out.push(s.dim(`model: ${u.requests} requests · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens (per task in summary.json)`));
+  }
   return out.join('\n');
 }
 

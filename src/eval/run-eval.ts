@@ -16,6 +16,9 @@ import { turnTaker } from '../time.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
 import { parseBuiltinAgent } from '../agents/builtin.js';
+import { gatewayFor } from '../gateway/gateway.js';
+import type { CacheMode } from '../gateway/cache.js';
+import { checkProviders, type Provider } from '../gateway/providers.js';
 import { discoverTaskFiles } from './discover.js';
 import { localRunner, type RunnerFactory } from './runner.js';
 import { inShard, type Shard } from './shard.js';
@@ -35,6 +38,14 @@ export interface EvalOptions {
   env?: Record<string, string>;
   /** Handed to the agent as `options` (stored for `resume`). Built-in agents read `maxTurns`, `maxTokens`. */
   agentOptions?: AgentOptions;
+  /** Providers the agent reaches through the model gateway (stored for `resume`); see RolloutOptions.providers. */
+  providers?: Provider[];
+  /** Model requests in flight upstream at once, per provider, across the eval's rollouts. Default 16. */
+  modelConcurrency?: number;
+  /** Store and replay model responses in this folder (not stored: a resume may change it). */
+  modelCache?: string;
+  /** `read`, `write` or `readwrite` (default). */
+  modelCacheMode?: CacheMode;
   /** Trials per task (k). Default 1. */
   trials?: number;
   /** Rollouts running at once. Default 32 (agents mostly wait on models). */
@@ -97,6 +108,8 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
   resolveLimits(record.limits);
   const env = options.env ?? {};
   checkEnvNames(record.env ?? [], env, previous !== undefined);
+  // One gateway for the eval: its cap on requests in flight holds across every rollout.
+  const gateway = gatewayFor(record.agent, record.providers ?? [], options);
 
   const tasks = selectTasks(await loadTasks(record.taskFiles), { task: record.task, tag: record.tag });
   const store = new EvalStore(outDir, evalId);
@@ -136,6 +149,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     record,
     outDir,
     env,
+    ...(gateway ? { gateway } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.concurrency === undefined ? {} : { concurrency }),
   });
@@ -164,6 +178,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     await store.writeSummary(summary('running'));
   } catch (error) {
     await runner.close(false);
+    await gateway?.close();
     throw error;
   }
   const total = tally.counts().done + pairs.length;
@@ -252,6 +267,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     signal?.removeEventListener('abort', withdraw);
     await withdrawn;
     await runner.close(!failure && tally.counts().done >= total);
+    await gateway?.close();
     await store.close();
   }
   // A cancel that came after the last pair finished cancelled nothing.
@@ -287,6 +303,7 @@ function toLine(result: RunResult, trial: number, retried: boolean): EvalRunLine
     ...(retried ? { retried: true } : {}),
     ...(failedChecks.length > 0 ? { failed: failedChecks.map((c) => (c.message === undefined ? { name: c.name } : { name: c.name, message: c.message })) } : {}),
     ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+    ...(result.usage ? { usage: result.usage } : {}),
   };
 }
 
@@ -313,6 +330,7 @@ function recordOptions(options: EvalOptions): EvalOptionsRecord {
     ...(options.env && Object.keys(options.env).length > 0 ? { env: Object.keys(options.env).sort() } : {}),
     ...(options.agentOptions ? { agentOptions: options.agentOptions } : {}),
     ...(shard ? { shard: { index: shard.index, count: shard.count } } : {}),
+    ...(options.providers && options.providers.length > 0 ? { providers: checkProviders(options.providers) } : {}),
   };
 }
 

@@ -11,9 +11,11 @@ import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { MiB } from '../options.js';
+import { SiloError } from '../errors.js';
 import { ModelCache, type CacheMode } from './cache.js';
 import { errorBody, exchange, NO_RETRY, type Sink } from './exchange.js';
 import { FORWARDED, agentVariables, route, upstreamsFromEnv, type Provider, type UpstreamConfig } from './providers.js';
+import { addGatewayPort, removeGatewayPort } from './ports.js';
 import { ModelSession, type SessionOptions } from './session.js';
 import { Upstream, type UpstreamOptions } from './upstream.js';
 
@@ -41,14 +43,6 @@ export interface GatewayGrant {
   env: Record<string, string>;
   /** The gateway's port on the host's loopback (a sandbox without network relays it). */
   port: number;
-}
-
-/** The ports of the gateways running in this process: the only ones a sandbox's relay may reach. */
-const livePorts = new Set<number>();
-
-/** Whether `port` is a gateway of this process (see src/sandbox/relay.ts). */
-export function isGatewayPort(port: number): boolean {
-  return livePorts.has(port);
 }
 
 /** Request headers passed upstream; credentials never are (the host's key replaces them). */
@@ -98,7 +92,7 @@ export class Gateway {
         server.unref();
         this.#server = server;
         this.#port = (server.address() as AddressInfo).port;
-        livePorts.add(this.#port);
+        addGatewayPort(this.#port);
         resolve(this.#port);
       });
     });
@@ -118,7 +112,7 @@ export class Gateway {
     await Promise.all([...this.#sessions.values()].map((s) => s.close()));
     const server = this.#server;
     this.#server = null;
-    livePorts.delete(this.#port);
+    removeGatewayPort(this.#port);
     this.upstream.close();
     if (server) {
       server.closeAllConnections();
@@ -180,7 +174,7 @@ export class Gateway {
             usage: { inputTokens: 0, outputTokens: 0 },
             error: refusal.message,
           };
-          session.log.record(call, null, null, true);
+          session.log.record(call, null, null, true, false);
         }
         return refuse(refusal.status, refusal.type, refusal.message, refusal.limit ? { limit: refusal.limit } : {});
       }
@@ -275,6 +269,26 @@ function responseSink(res: ServerResponse): Sink {
       return gone;
     },
   };
+}
+
+/**
+ * The gateway a command makes for its rollouts, or null when its agent reaches no model through
+ * one (no `--provider`, not a built-in agent).
+ */
+export function gatewayFor(
+  agent: string,
+  providers: readonly Provider[],
+  options: { modelConcurrency?: number | undefined; modelCache?: string | undefined; modelCacheMode?: CacheMode | undefined },
+): Gateway | null {
+  if (providers.length === 0 && !/^(openai|anthropic):/.test(agent)) {
+    const given = [options.modelCache === undefined ? '' : '--model-cache', options.modelConcurrency === undefined ? '' : '--model-concurrency'].filter(Boolean);
+    if (given.length > 0) throw new SiloError('SILO_USAGE', `${given.join(' and ')} apply to model calls through the gateway; grant the agent a provider with --provider openai|anthropic (or use a built-in agent)`);
+    return null;
+  }
+  return new Gateway({
+    ...(options.modelConcurrency === undefined ? {} : { concurrency: options.modelConcurrency }),
+    ...(options.modelCache === undefined ? {} : { cache: { dir: resolve(options.modelCache), ...(options.modelCacheMode ? { mode: options.modelCacheMode } : {}) } }),
+  });
 }
 
 const shared = new Map<string, Gateway>();

@@ -121,14 +121,19 @@ export class ModelLog {
     return u && { ...u };
   }
 
-  /** Records a completed request: its trace event and its models.jsonl line. */
-  record(call: ModelCall, request: BodyCapture | null, response: BodyCapture | null, responseIsJson: boolean): void {
-    const total = this.#usage.get(call.actor) ?? { inputTokens: 0, outputTokens: 0, requests: 0, cachedRequests: 0 };
-    total.inputTokens = Math.min(USAGE_MAX_TOTAL, total.inputTokens + call.usage.inputTokens);
-    total.outputTokens = Math.min(USAGE_MAX_TOTAL, total.outputTokens + call.usage.outputTokens);
-    total.requests++;
-    if (call.cached) total.cachedRequests++;
-    this.#usage.set(call.actor, total);
+  /**
+   * Records a completed request: its trace event and its models.jsonl line. `counted` false: the
+   * gateway refused it (a limit), so it is not one of the requests in the usage.
+   */
+  record(call: ModelCall, request: BodyCapture | null, response: BodyCapture | null, responseIsJson: boolean, counted = true): void {
+    if (counted) {
+      const total = this.#usage.get(call.actor) ?? { inputTokens: 0, outputTokens: 0, requests: 0, cachedRequests: 0 };
+      total.inputTokens = Math.min(USAGE_MAX_TOTAL, total.inputTokens + call.usage.inputTokens);
+      total.outputTokens = Math.min(USAGE_MAX_TOTAL, total.outputTokens + call.usage.outputTokens);
+      total.requests++;
+      if (call.cached) total.cachedRequests++;
+      this.#usage.set(call.actor, total);
+    }
 
     const event = this.#trace.add({
       type: 'model_call',

@@ -35,6 +35,7 @@ export function renderReportPage(data: ReportData): string {
     ['errors', String(t.errors), 'error'],
     ['retries', String(t.retries)],
     ['pass rate', rate],
+    ...(t.usage ? ([['model tokens', `${t.usage.inputTokens} in · ${t.usage.outputTokens} out`], ['model requests', String(t.usage.requests)]] as [string, string][]) : []),
   ];
   const bounds = data.bounds;
   const boundsNote =

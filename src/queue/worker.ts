@@ -141,6 +141,8 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         limits: d.limits,
         env,
         ...(d.agentOptions ? { agentOptions: d.agentOptions } : {}),
+        // This machine's gateway, with this machine's keys.
+        ...(Array.isArray(d.providers) && d.providers.length > 0 ? { providers: d.providers } : {}),
         outDir: work,
         pool: pool(d.reuseWorkers),
         evalId: d.evalId,
