@@ -87,7 +87,8 @@ export const ISOLATION_HELP =
   'where agent workers live: process (a sandbox process the host outlives, with its own namespaces where Linux allows) or thread (in this process: trusted agents, less overhead)';
 
 /** The help text of `--no-network`. */
-export const NO_NETWORK_HELP = 'give agents no network (a network namespace of their own; needs --isolation process and Linux namespaces)';
+export const NO_NETWORK_HELP =
+  'give agents no network but the model gateway (a network namespace of their own, into which the sandbox relays the gateway for --provider; needs --isolation process and Linux namespaces)';
 
 /** `--isolation process|thread`. */
 export function isolation(value: string): Isolation {

@@ -51,7 +51,8 @@ export function registerRun(program: Command): void {
       'after',
       '\nExit codes: 0 every run passed, 1 a run failed or had an error, 2 usage or set-up error.\n' +
         'Examples:\n  silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts --task helpdesk/close-ticket\n' +
-        '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 silo run fixtures/helpdesk/tasks.ts --agent openai:qwen2.5:7b',
+        '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 silo run fixtures/helpdesk/tasks.ts --agent openai:qwen2.5:7b\n' +
+        '  OPENAI_API_KEY=sk-... silo run fixtures/helpdesk/tasks.ts --agent my-llm-agent.ts --provider openai --no-network',
     )
     .action(async (taskFile: string, flags: RunFlags) => {
       process.exitCode = await runCommand(taskFile, flags);
