@@ -33,7 +33,10 @@ function relay(): { host: HostRelay; sent: NetMessage[]; waitFor: (p: (m: NetMes
   const waiters: { p: (m: NetMessage) => boolean; resolve: (m: NetMessage) => void }[] = [];
   const host = new HostRelay((m) => {
     sent.push(m);
-    for (const w of waiters.splice(0)) (w.p(m) ? w.resolve(m) : waiters.push(w));
+    for (const w of waiters.splice(0)) {
+      if (w.p(m)) w.resolve(m);
+      else waiters.push(w);
+    }
   });
   const waitFor = (p: (m: NetMessage) => boolean): Promise<NetMessage> => {
     const found = sent.find(p);
