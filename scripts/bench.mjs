@@ -6,6 +6,10 @@
 //   rollout       a bare Worker start+exit vs a whole Silo rollout of a trivial agent (and reuse mode)
 //   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured
 //                 wall; and the same agents without Silo, a Worker each and in reused threads
+//   gateway       the model gateway against a scripted upstream called directly: ms added per
+//                 non-streamed request and per streamed chunk; then 256 rollouts whose agents stream
+//                 5 × ~200 ms from the upstream through one gateway at once (against the
+//                 concurrency case's agents that only wait), with the peak memory of both
 //   worldScaling  worlds of ~10 KB, 1 MB, 10 MB where the agent changes two records: one
 //                 structuredClone of the world vs Silo's own host work per rollout (all but the
 //                 user's createState and verify); and the host cost of one tool call with its
@@ -24,6 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
 import { AgentPool, agentsPerReusedWorker } from '../dist/src/pool/pool.js';
 import { bareThreads, bareWorkers } from './lib/bare-concurrency.mjs';
+import { benchUpstream, gatewayLatency } from './lib/bench-gateway.mjs';
 import { SandboxPool } from '../dist/src/sandbox/pool.js';
 import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.js';
 import { bindTools } from '../dist/src/rollout/tools.js';
@@ -256,6 +261,32 @@ const idealMs = 5 * 200;
 const bareWorkersMs = await bareWorkers(ROLLOUTS);
 const bareThreadsMs = await bareThreads(ROLLOUTS, Math.ceil(ROLLOUTS / agentsPerReusedWorker(ROLLOUTS)));
 
+// gateway
+log('gateway …');
+const latencyDir = mkdtempSync(join(out, 'gateway-'));
+const latency = await gatewayLatency({ dir: latencyDir });
+// 256 rollouts streaming through one gateway: each agent makes 5 streamed requests of 20 chunks
+// 10 ms apart (~200 ms each, as the waiting agents above), the upstream being the host's.
+const streamUpstream = await benchUpstream({ chunks: 20, gapMs: 10 });
+process.env.OPENAI_BASE_URL = `${streamUpstream.origin}/v1`;
+process.env.OPENAI_API_KEY = 'sk-bench';
+const streamBatch = async () => {
+  let peak = treeRss();
+  const sample = setInterval(() => (peak = Math.max(peak, treeRss())), 20);
+  const t = performance.now();
+  const s = await runEval({ paths: ['fixtures/bench/tasks.mjs'], task: ['bench/wait'], agent: 'fixtures/agents/bench-streamer.mjs', providers: ['openai'], trials: ROLLOUTS, concurrency: ROLLOUTS, modelConcurrency: ROLLOUTS, outDir: out });
+  const ms = performance.now() - t;
+  clearInterval(sample);
+  if (s.totals.passed !== ROLLOUTS) throw new Error(`gateway bench passed ${s.totals.passed} of ${ROLLOUTS}`);
+  if (s.totals.usage?.requests !== 5 * ROLLOUTS) throw new Error(`gateway bench recorded ${s.totals.usage?.requests} model requests`);
+  return { ms, peak, hostRss: process.memoryUsage().rss };
+};
+const streamFirst = await streamBatch();
+const streamSecond = await streamBatch();
+await streamUpstream.close();
+delete process.env.OPENAI_BASE_URL;
+delete process.env.OPENAI_API_KEY;
+
 // worldScaling
 log('worldScaling …');
 const { timings, makeWorld } = await import('../fixtures/bench/worlds.tasks.mjs');
@@ -383,6 +414,21 @@ const result = {
     bareWorkersMs: round(bareWorkersMs, 0),
     bareThreadsMs: round(bareThreadsMs, 0),
   },
+  gateway: {
+    directMsPerRequest: round(latency.directMs),
+    gatewayMsPerRequest: round(latency.gatewayMs),
+    addedMsPerRequest: round(latency.addedMsPerRequest),
+    chunksPerStream: latency.chunks,
+    directStreamMs: round(latency.directStreamMs),
+    gatewayStreamMs: round(latency.gatewayStreamMs),
+    addedMsPerChunk: round(latency.addedMsPerChunk, 4),
+    streamingRollouts: ROLLOUTS,
+    streamingWallMs: round(streamFirst.ms, 0),
+    streamingWallMsAgain: round(streamSecond.ms, 0),
+    streamingPeakRssMb: round(streamFirst.peak / 2 ** 20, 0),
+    streamingPeakRssMbAgain: round(streamSecond.peak / 2 ** 20, 0),
+    hostRssMbAfter: [round(streamFirst.hostRss / 2 ** 20, 0), round(streamSecond.hostRss / 2 ** 20, 0)],
+  },
   worldScaling,
   retail,
 };
@@ -398,6 +444,9 @@ if (json) {
   console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms`);
   console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
   console.log(`              without Silo: a Worker per agent ${r.concurrency.bareWorkersMs} ms (Silo's default ${round(r.concurrency.wallMs / r.concurrency.bareWorkersMs, 2)}× that) · reused threads, a fresh module instance per agent ${r.concurrency.bareThreadsMs} ms (--reuse-workers ${round(r.concurrency.reuseWallMs / r.concurrency.bareThreadsMs, 2)}× that)`);
+  const g = r.gateway;
+  console.log(`gateway       per request: direct ${g.directMsPerRequest} ms · through the gateway ${g.gatewayMsPerRequest} ms · added ${g.addedMsPerRequest} ms (target ≤ 1) · per chunk of a ${g.chunksPerStream}-chunk stream: added ${g.addedMsPerChunk} ms (target ≤ 0.2)`);
+  console.log(`              ${g.streamingRollouts} rollouts streaming through it (5 × ~200 ms each): wall ${g.streamingWallMs} ms, then ${g.streamingWallMsAgain} ms (waiting agents above: ${r.concurrency.wallMs} ms) · peak RSS ${g.streamingPeakRssMb} MiB, then ${g.streamingPeakRssMbAgain} MiB (waiting agents: ${r.concurrency.peakRssMb} MiB) · host RSS after each ${g.hostRssMbAfter.join(' → ')} MiB`);
   for (const w of r.worldScaling) {
     console.log(`world ${String(Math.round(w.worldBytes / 1000)).padStart(6)} KB  structuredClone ${w.cloneMs} ms · Silo host work ${w.hostMs} ms · ratio ${w.ratio} · one call with its changes ${w.callWithChangesUs} µs`);
   }

@@ -5,22 +5,24 @@
  * copy is read for its usage (a stream's events, or the JSON body at its end), kept for
  * models.jsonl and, when whole and successful, stored in the cache. Then it is recorded.
  */
+import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { describeError } from '../errors.js';
 import { round } from '../rollout/trace.js';
 import { cacheKeyHash, requestIdentity, type Actor, type CacheKey, type ModelCache } from './cache.js';
 import { BodyCapture, type ModelCall, type ModelLog } from './record.js';
 import type { Routed } from './providers.js';
-import { SseReader } from './sse.js';
+import { SseReader, type SseEvent } from './sse.js';
 import { UpstreamError, type Upstream } from './upstream.js';
-import { asksForStreamUsage, StreamUsage, usageOfBody, withoutAddedUsage, type TokenCounts } from './usage.js';
+import { asksForStreamUsage, StreamUsage, usageOfBody, withoutAddedUsage } from './usage.js';
 
 /** Where a response goes: the agent's HTTP response, or a buffer on the host. */
 export interface Sink {
   head(status: number, headers: Record<string, string>): void;
   /** Resolves when the receiver can take more (or at once). */
   write(chunk: Buffer | string): Promise<void> | void;
-  end(): void;
+  /** Ends the response, with its last (or only) chunk. */
+  end(last?: Buffer | string): void;
   /** Ends the response before its end (it was cut off): the receiver sees the connection drop. */
   abort(): void;
   /** The receiver went away before the end. */
@@ -149,71 +151,142 @@ export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink:
     if (typeof value === 'string') headers[name] = value;
   }
   if (response.status >= 400) Object.assign(headers, NO_RETRY);
-  sink.head(response.status, headers);
+  const cacheable = complete2xx(response.status) && ctx.cache?.writes === true && cacheKey !== null;
 
-  const reader = sse ? new SseReader() : null;
-  const streamUsage = sse ? new StreamUsage(routed.provider, routed.endpoint) : null;
-  // The whole body, for a JSON answer's usage and for the cache (not kept otherwise).
-  const keepWhole = !sse || (ctx.cache?.writes === true && response.status < 300);
-  const whole: Buffer[] = [];
-  let bytes = 0;
-  let complete = false;
-  const relay = async (chunk: Buffer | string): Promise<void> => {
-    if (chunk.length === 0) return;
-    responseCapture.add(chunk);
-    if (keepWhole) whole.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
-    await sink.write(chunk);
-  };
-  try {
-    for await (const data of response.body as AsyncIterable<Buffer>) {
-      bytes += data.length;
-      if (bytes > ctx.maxResponseBytes) {
-        call.error = `the response was cut off at ${ctx.maxResponseBytes} bytes (the gateway's cap)`;
-        break;
-      }
-      if (reader) {
-        const events = reader.push(data);
-        for (const event of events) streamUsage!.take(event);
-        if (addUsage) await relay(events.map(withoutAddedUsage).join(''));
-        else await relay(data);
-      } else {
-        await relay(data);
-      }
-      if (sink.gone) {
-        call.error = 'the caller closed the connection before the end of the response';
-        break;
-      }
+  if (!sse) {
+    // A whole answer (JSON): read to its end, then sent at once with its length.
+    const read = await readAll(response.body, ctx.maxResponseBytes, req.signal);
+    if ('error' in read) {
+      call.error = read.error;
+      if (!sink.gone) sink.abort();
+      return finish(true);
     }
-    if (!call.error) {
-      complete = true;
-      if (reader) {
-        const rest = reader.end();
-        for (const event of rest) streamUsage!.take(event);
-        if (addUsage) await relay(rest.map(withoutAddedUsage).join(''));
-      }
-    }
-  } catch (err) {
-    call.error = req.signal.aborted ? `aborted: ${describeError(req.signal.reason ?? 'the caller went away')}` : `the response broke off: ${describeError(err)}`;
-  } finally {
-    response.body.destroy();
-  }
-  if (complete) sink.end();
-  else if (!sink.gone) sink.abort();
-
-  let usage: TokenCounts | null = null;
-  if (streamUsage) usage = streamUsage.usage;
-  else if (complete) {
+    const body = read.body;
+    sink.head(response.status, { ...headers, 'content-length': String(body.length) });
+    sink.end(body);
+    responseCapture.add(body);
     try {
-      usage = usageOfBody(routed.provider, JSON.parse(Buffer.concat(whole).toString('utf8')));
+      const usage = usageOfBody(routed.provider, JSON.parse(body.toString('utf8')));
+      if (usage) call.usage = usage;
     } catch {
       // not JSON: no usage
     }
+    if (cacheable) await ctx.cache!.put(cacheHash, cacheKey!, { status: response.status, contentType: contentType || null, body: body.toString('utf8'), usage: call.usage });
+    return finish(isJson(contentType));
   }
-  if (usage) call.usage = usage;
-  if (complete && ctx.cache?.writes && cacheKey && response.status >= 200 && response.status < 300) {
-    await ctx.cache.put(cacheHash, cacheKey, { status: response.status, contentType: contentType || null, body: Buffer.concat(whole).toString('utf8'), usage });
+
+  // A stream: each chunk goes on as it comes (after the events it completes, when the gateway
+  // takes out the usage it asked for), and is read for its usage on the way.
+  sink.head(response.status, headers);
+  const reader = new SseReader();
+  const streamUsage = new StreamUsage(routed.provider, routed.endpoint);
+  const whole: Buffer[] = [];
+  const relay = (chunk: Buffer | string): Promise<void> | void => {
+    if (chunk.length === 0) return;
+    responseCapture.add(chunk);
+    if (cacheable) whole.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+    return sink.write(chunk);
+  };
+  const take = (events: SseEvent[], data: Buffer | null): Promise<void> | void => {
+    for (const event of events) streamUsage.take(event);
+    if (addUsage) return relay(events.map(withoutAddedUsage).join(''));
+    if (data) return relay(data);
+  };
+  const ended = await pump(response.body, ctx.maxResponseBytes, req.signal, (data) => take(reader.push(data), data), () => sink.gone);
+  response.body.destroy();
+  if (ended.error) {
+    call.error = ended.error;
+    if (!sink.gone) sink.abort();
+  } else {
+    await take(reader.end(), null);
+    sink.end();
   }
-  return finish(!sse && isJson(contentType));
+  if (streamUsage.usage) call.usage = streamUsage.usage;
+  if (!ended.error && cacheable) {
+    await ctx.cache!.put(cacheHash, cacheKey!, { status: response.status, contentType: contentType || null, body: Buffer.concat(whole).toString('utf8'), usage: streamUsage.usage });
+  }
+  return finish(false);
+}
+
+const complete2xx = (status: number): boolean => status >= 200 && status < 300;
+
+/** Why a response did not come to its end, in words. */
+function brokeOff(signal: AbortSignal, err: unknown): string {
+  return signal.aborted ? `aborted: ${describeError(signal.reason ?? 'the caller went away')}` : `the response broke off: ${describeError(err ?? 'the connection closed')}`;
+}
+
+const overCap = (max: number): string => `the response was cut off at ${max} bytes (the gateway's cap)`;
+
+/** A whole body, up to `max` bytes. */
+function readAll(body: IncomingMessage, max: number, signal: AbortSignal): Promise<{ body: Buffer } | { error: string }> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let done = false;
+    const settle = (value: { body: Buffer } | { error: string }): void => {
+      if (done) return;
+      done = true;
+      resolve(value);
+    };
+    body.on('data', (data: Buffer) => {
+      bytes += data.length;
+      if (bytes > max) {
+        body.destroy();
+        return settle({ error: overCap(max) });
+      }
+      chunks.push(data);
+    });
+    body.once('end', () => settle({ body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) }));
+    body.once('error', (err) => settle({ error: brokeOff(signal, err) }));
+    body.once('close', () => settle({ error: brokeOff(signal, null) }));
+  });
+}
+
+/**
+ * Feeds a stream's chunks to `take` as they come, pausing it while `take` waits (the caller reads
+ * slowly); stops at `max` bytes or when `gone` says the caller left. Resolves at the end.
+ */
+function pump(
+  body: IncomingMessage,
+  max: number,
+  signal: AbortSignal,
+  take: (data: Buffer) => Promise<void> | void,
+  gone: () => boolean,
+): Promise<{ error?: string }> {
+  return new Promise((resolve) => {
+    let bytes = 0;
+    let done = false;
+    let waiting: Promise<void> | null = null;
+    const settle = (error?: string): void => {
+      if (done) return;
+      done = true;
+      body.destroy();
+      resolve(error === undefined ? {} : { error });
+    };
+    body.on('data', (data: Buffer) => {
+      if (done) return;
+      bytes += data.length;
+      if (bytes > max) return settle(overCap(max));
+      const wait = take(data);
+      if (gone()) return settle('the caller closed the connection before the end of the response');
+      if (wait) {
+        body.pause();
+        waiting = wait.then(() => {
+          waiting = null;
+          if (gone()) settle('the caller closed the connection before the end of the response');
+          else if (!done) body.resume();
+        });
+      }
+    });
+    body.once('end', () => {
+      // The last chunk's write may still be waiting on the caller: the end comes after it.
+      void Promise.resolve(waiting).then(() => (done ? undefined : (done = true, resolve({}))));
+    });
+    body.once('error', (err) => settle(brokeOff(signal, err)));
+    body.once('close', () => {
+      if (!body.readableEnded) settle(brokeOff(signal, null));
+    });
+  });
 }
 
 function isJson(contentType: string | null): boolean {

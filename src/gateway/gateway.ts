@@ -223,17 +223,23 @@ function tokenOf(req: IncomingMessage): string | undefined {
 }
 
 /** The request's body, or null when it is over `max` bytes (the rest is not read). */
-async function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
+function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
-  if (Number.isFinite(declared) && declared > max) return null;
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    bytes += chunk.length;
-    if (bytes > max) return null;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  if (Number.isFinite(declared) && declared > max) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
+      if (bytes <= max) return void chunks.push(chunk);
+      req.off('data', onData);
+      resolve(null);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.once('error', reject);
+    req.once('close', () => reject(new Error('the agent closed the connection')));
+  });
 }
 
 /** The agent's HTTP response as a sink: chunks written as they come, waiting when it reads slowly. */
@@ -259,8 +265,8 @@ function responseSink(res: ServerResponse): Sink {
         res.once('close', done);
       });
     },
-    end() {
-      if (!gone) res.end();
+    end(last) {
+      if (!gone) res.end(last);
     },
     abort() {
       res.destroy();

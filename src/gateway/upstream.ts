@@ -78,6 +78,8 @@ export class Upstream {
   readonly #configs: Record<Provider, UpstreamConfig>;
   readonly #limiters: Record<Provider, Limiter>;
   readonly #agents: Record<Provider, HttpAgent>;
+  /** Each upstream's base URL, parsed once. */
+  readonly #bases: Record<Provider, { https: boolean; hostname: string; port: string; path: string }>;
   readonly #retries: number;
   readonly #backoffMs: number;
   readonly #maxWaitMs: number;
@@ -90,7 +92,10 @@ export class Upstream {
     this.#maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
     this.#limiters = {} as Record<Provider, Limiter>;
     this.#agents = {} as Record<Provider, HttpAgent>;
+    this.#bases = {} as Record<Provider, { https: boolean; hostname: string; port: string; path: string }>;
     for (const provider of PROVIDERS) {
+      const base = new URL(configs[provider].baseUrl);
+      this.#bases[provider] = { https: base.protocol === 'https:', hostname: base.hostname.replace(/^\[|\]$/g, ''), port: base.port, path: base.pathname.replace(/\/+$/, '') };
       this.#limiters[provider] = new Limiter(concurrency);
       const https = configs[provider].baseUrl.startsWith('https:');
       // Kept-alive connections, one per request in flight at most.
@@ -166,7 +171,7 @@ export class Upstream {
   /** One try: resolves with the answer's head, rejects when the connection fails. */
   #once(req: UpstreamRequest): Promise<IncomingMessage> {
     const config = this.#configs[req.provider];
-    const url = new URL(`${config.baseUrl}${req.path}`);
+    const base = this.#bases[req.provider];
     const headers: Record<string, string> = {
       ...req.headers,
       // Plain bytes: the gateway reads usage off them as they pass.
@@ -174,9 +179,10 @@ export class Upstream {
       ...(config.apiKey ? PROVIDER_SPECS[req.provider].auth(config.apiKey) : {}),
     };
     if (req.body) headers['content-length'] = String(req.body.length);
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const send = base.https ? httpsRequest : httpRequest;
+    const target = { hostname: base.hostname, ...(base.port ? { port: base.port } : {}), path: `${base.path}${req.path}` };
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const r = send(url, { method: req.method, headers, agent: this.#agents[req.provider], signal: req.signal }, resolve);
+      const r = send({ ...target, method: req.method, headers, agent: this.#agents[req.provider], signal: req.signal }, resolve);
       r.once('error', reject);
       r.end(req.body ?? undefined);
     });
