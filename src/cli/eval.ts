@@ -119,6 +119,9 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
     if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files or folders, e.g. `silo eval fixtures/helpdesk --agent my-agent.ts`');
     if (!flags.agent) throw new SiloError('SILO_USAGE', "required option '--agent <file>' not specified");
   }
+  if (flags.queue !== undefined && (flags.modelCache !== undefined || flags.modelConcurrency !== undefined)) {
+    throw new SiloError('SILO_USAGE', '--model-cache and --model-concurrency apply to the gateway of the machine that runs the rollouts; with --queue the workers call the models with their own gateways, which do not take them yet');
+  }
   const limits = limitsFromFlags(flags);
   // A resumed eval runs its stored agent, which decides the built-in variables it gets.
   const agent = flags.resume === undefined ? flags.agent! : new EvalStore(flags.out, flags.resume).readSummary().options.agent;

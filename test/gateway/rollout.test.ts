@@ -168,7 +168,7 @@ describe('the model budget', () => {
     const server = await scriptedServer(Array.from({ length: 3 }, () => () => openaiReply({ content: 'ok', usage: { prompt: 2, completion: 1 } })));
     const gateway = gatewayFor(server);
     try {
-      const r = await runRollout({ task: testWorld().task, agent: `${HOSTILE}/greedy.mjs`, providers: ['openai'], gateway, limits: { maxModelRequests: 3, graceMs: 300 }, outDir: out.dir });
+      const r = await runRollout({ task: testWorld().task, agent: `${HOSTILE}/greedy.mjs`, providers: ['openai'], gateway, limits: { maxModelRequests: 3, graceMs: 300, timeoutMs: 20_000 }, outDir: out.dir });
       expect(r.termination).toBe('model_limit');
       expect(server.requests).toHaveLength(3);
       const files = readRunFiles(r.runDir);
