@@ -29,6 +29,7 @@ import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
 import { AgentPool, agentsPerReusedWorker } from '../dist/src/pool/pool.js';
 import { bareThreads, bareWorkers } from './lib/bare-concurrency.mjs';
 import { benchUpstream, gatewayLatency } from './lib/bench-gateway.mjs';
+import { Gateway } from '../dist/src/gateway/gateway.js';
 import { SandboxPool } from '../dist/src/sandbox/pool.js';
 import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.js';
 import { bindTools } from '../dist/src/rollout/tools.js';
@@ -214,16 +215,21 @@ const starts = [];
 for (let i = 0; i < 20; i++) starts.push(await bareWorkerStart());
 const bareWorkerMs = median(starts);
 const trivial = bench.get('bench/calls-0');
-const timeRollouts = async (n, usePool) => {
+const timeRollouts = async (n, usePool, extra = {}) => {
   const samples = [];
   for (let i = 0; i < n; i++) {
     const t = performance.now();
-    await runRollout({ task: trivial, agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool: usePool, seed: 1 });
+    await runRollout({ task: trivial, agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool: usePool, seed: 1, ...extra });
     samples.push(performance.now() - t);
   }
   return median(samples);
 };
 const isolatedMs = await timeRollouts(40, pool);
+// The same granted a provider: a token of its own per rollout, and the warm workers still serve
+// them (the token travels with the task, not in the worker's start environment).
+const rolloutGateway = new Gateway({ env: {} });
+const gatewayRolloutMs = await timeRollouts(40, pool, { providers: ['openai'], gateway: rolloutGateway });
+await rolloutGateway.close();
 await pool.destroy();
 await timeRollouts(3, sandbox);
 const sandboxMs = await timeRollouts(40, sandbox);
@@ -402,6 +408,7 @@ const result = {
     ratio: round(isolatedMs / bareWorkerMs, 2),
     reuseMs: round(reuseMs, 2),
     sandboxMs: round(sandboxMs, 2),
+    withProviderMs: round(gatewayRolloutMs, 2),
   },
   concurrency: {
     rollouts: ROLLOUTS,
@@ -441,7 +448,7 @@ if (json) {
   console.log(`artifacts in ${r.fileSystem.dir}: a folder with one file (mkdir, write, rename) costs ${r.fileSystem.folderWithFileUs} µs here now\n`);
   console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5)`);
   console.log(`              through the sandbox process ${r.toolCall.sandboxUs} µs · the same hops without Silo ${r.toolCall.bareProcessRttUs} µs · ratio ${r.toolCall.sandboxRatio}`);
-  console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms`);
+  console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms · granted a provider (a gateway token each) ${r.rollout.withProviderMs} ms`);
   console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
   console.log(`              without Silo: a Worker per agent ${r.concurrency.bareWorkersMs} ms (Silo's default ${round(r.concurrency.wallMs / r.concurrency.bareWorkersMs, 2)}× that) · reused threads, a fresh module instance per agent ${r.concurrency.bareThreadsMs} ms (--reuse-workers ${round(r.concurrency.reuseWallMs / r.concurrency.bareThreadsMs, 2)}× that)`);
   const g = r.gateway;

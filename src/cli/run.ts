@@ -6,7 +6,7 @@ import { selectTasks } from '../filter.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { RunResult } from '../types.js';
 import { AGENT_HELP, agentOptionsFromFlags, collect, ENV_HELP, integer, isolation, ISOLATION_HELP, limitsFromFlags, MAX_TURNS_HELP, modelOptions, NO_NETWORK_HELP, type ModelFlags } from './options.js';
-import { gatewayFor } from '../gateway/gateway.js';
+import { gatewayFor } from '../gateway/shared.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import { agentEnv } from '../agents/builtin.js';
 import { createStyle } from '../inspect/style.js';

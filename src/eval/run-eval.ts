@@ -16,7 +16,7 @@ import { turnTaker } from '../time.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
 import { parseBuiltinAgent } from '../agents/builtin.js';
-import { gatewayFor } from '../gateway/gateway.js';
+import { gatewayFor } from '../gateway/shared.js';
 import type { CacheMode } from '../gateway/cache.js';
 import { checkProviders, type Provider } from '../gateway/providers.js';
 import { discoverTaskFiles } from './discover.js';

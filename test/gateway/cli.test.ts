@@ -53,6 +53,8 @@ describe('silo run --provider openai', () => {
         await server.close();
       }
     },
+    // Two commands (run, then show) of the built CLI, each a process of its own.
+    90_000,
   );
 
   it('ends a greedy agent at --max-model-requests as model_limit', async () => {
@@ -70,7 +72,7 @@ describe('silo run --provider openai', () => {
     } finally {
       await server.close();
     }
-  });
+  }, 60_000);
 
   it.each([
     [['--provider', 'nope'], /--provider <name>.*expected openai or anthropic, got 'nope'/],
@@ -117,5 +119,6 @@ describe('silo eval --model-cache', () => {
     } finally {
       await server.close();
     }
-  });
+    // Two evals of three rollouts, through the built CLI.
+  }, 120_000);
 });
