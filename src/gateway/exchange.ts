@@ -57,7 +57,7 @@ export interface ExchangeRequest {
 }
 
 /** Response headers passed on to the caller; the rest (cookies, the upstream's internals) are not. */
-const PASSED_HEADERS = ['content-type', 'request-id', 'x-request-id', 'openai-processing-ms'];
+const PASSED_HEADERS = ['content-type', 'content-encoding', 'request-id', 'x-request-id', 'openai-processing-ms'];
 
 /** A JSON error in a shape both SDKs read (`error.message`), sent when the gateway answers itself. */
 export function errorBody(type: string, message: string, extra: Record<string, unknown> = {}): string {
@@ -110,9 +110,8 @@ export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink:
       call.status = hit.status;
       call.cached = true;
       call.usage = hit.usage ?? { inputTokens: 0, outputTokens: 0 };
-      sink.head(hit.status, { 'content-type': hit.contentType ?? 'application/json', ...(hit.status >= 400 ? NO_RETRY : {}) });
-      await sink.write(hit.body);
-      sink.end();
+      sink.head(hit.status, { 'content-type': hit.contentType ?? 'application/json', 'content-length': String(Buffer.byteLength(hit.body)), ...(hit.status >= 400 ? NO_RETRY : {}) });
+      sink.end(hit.body);
       responseCapture.add(hit.body);
       return finish(isJson(hit.contentType));
     }
@@ -133,9 +132,8 @@ export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink:
     if (!e.aborted && !sink.gone) {
       call.status = 502;
       const text = errorBody('upstream_unavailable', `silo gateway: ${e.message}`);
-      sink.head(502, { 'content-type': 'application/json', ...NO_RETRY });
-      await sink.write(text);
-      sink.end();
+      sink.head(502, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...NO_RETRY });
+      sink.end(text);
       responseCapture.add(text);
     }
     return finish(true);
