@@ -135,7 +135,7 @@ export class Gateway {
       const path = (req.url ?? '').split('?')[0]!;
       const routed = route(req.method ?? '', path);
       if (!routed) return refuse(404, 'not_found', `${req.method} ${path.slice(0, 200)} is not forwarded; the gateway forwards ${FORWARDED}`);
-      const session = this.#sessions.get(tokenOf(req) ?? '');
+      const session = tokensOf(req).map((t) => this.#sessions.get(t)).find((found) => found !== undefined);
       if (!session) {
         return refuse(401, 'invalid_token', 'no valid token: use the API key Silo gave this rollout (OPENAI_API_KEY / ANTHROPIC_API_KEY); a token ends with its rollout');
       }
@@ -212,12 +212,14 @@ export class Gateway {
   }
 }
 
-/** The token an agent sends: `Authorization: Bearer <token>` (OpenAI) or `x-api-key` (Anthropic). */
-function tokenOf(req: IncomingMessage): string | undefined {
+/** What an agent may send its token as: `Authorization: Bearer <token>` (OpenAI, and this Anthropic SDK) or `x-api-key`. */
+function tokensOf(req: IncomingMessage): string[] {
+  const out: string[] = [];
   const auth = req.headers.authorization;
-  if (typeof auth === 'string' && /^Bearer /i.test(auth)) return auth.slice(7).trim();
+  if (typeof auth === 'string' && /^Bearer /i.test(auth)) out.push(auth.slice(7).trim());
   const key = req.headers['x-api-key'];
-  return typeof key === 'string' ? key : undefined;
+  if (typeof key === 'string') out.push(key);
+  return out;
 }
 
 /** The request's body, or null when it is over `max` bytes (the rest is not read). */
