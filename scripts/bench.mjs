@@ -28,7 +28,7 @@ import { performance } from 'node:perf_hooks';
 import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
 import { AgentPool, agentsPerReusedWorker } from '../dist/src/pool/pool.js';
 import { bareThreads, bareWorkers } from './lib/bare-concurrency.mjs';
-import { benchUpstream, gatewayLatency } from './lib/bench-gateway.mjs';
+import { benchUpstream, gatewayLatency, gatewayMemory } from './lib/bench-gateway.mjs';
 import { Gateway } from '../dist/src/gateway/gateway.js';
 import { SandboxPool } from '../dist/src/sandbox/pool.js';
 import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.js';
@@ -271,6 +271,8 @@ const bareThreadsMs = await bareThreads(ROLLOUTS, Math.ceil(ROLLOUTS / agentsPer
 log('gateway …');
 const latencyDir = mkdtempSync(join(out, 'gateway-'));
 const latency = await gatewayLatency({ dir: latencyDir });
+// The gateway alone under 256 clients streaming at once, four rounds: its heap after each.
+const memory = await gatewayMemory({ rounds: 4 });
 // 256 rollouts streaming through one gateway: each agent makes 5 streamed requests of 20 chunks
 // 10 ms apart (~200 ms each, as the waiting agents above), the upstream being the host's.
 const streamUpstream = await benchUpstream({ chunks: 20, gapMs: 10 });
@@ -429,6 +431,11 @@ const result = {
     directStreamMs: round(latency.directStreamMs),
     gatewayStreamMs: round(latency.gatewayStreamMs),
     addedMsPerChunk: round(latency.addedMsPerChunk, 4),
+    clientsStreaming: memory.clients,
+    clientsFailed: memory.failed,
+    clientsWallMsPerRound: round(memory.wallMsPerRound, 0),
+    clientsHeapMbAfterRounds: memory.heapMbAfterRounds.map((mb) => round(mb, 1)),
+    clientsPeakRssMb: round(memory.peakRssMb, 0),
     streamingRollouts: ROLLOUTS,
     streamingWallMs: round(streamFirst.ms, 0),
     streamingWallMsAgain: round(streamSecond.ms, 0),
@@ -453,6 +460,7 @@ if (json) {
   console.log(`              without Silo: a Worker per agent ${r.concurrency.bareWorkersMs} ms (Silo's default ${round(r.concurrency.wallMs / r.concurrency.bareWorkersMs, 2)}× that) · reused threads, a fresh module instance per agent ${r.concurrency.bareThreadsMs} ms (--reuse-workers ${round(r.concurrency.reuseWallMs / r.concurrency.bareThreadsMs, 2)}× that)`);
   const g = r.gateway;
   console.log(`gateway       per request: direct ${g.directMsPerRequest} ms · through the gateway ${g.gatewayMsPerRequest} ms · added ${g.addedMsPerRequest} ms (target ≤ 1) · per chunk of a ${g.chunksPerStream}-chunk stream: added ${g.addedMsPerChunk} ms (target ≤ 0.2)`);
+  console.log(`              ${g.clientsStreaming} clients streaming at once (5 × 20 chunks 10 ms apart, 4 rounds): ${g.clientsWallMsPerRound} ms a round · heap after each ${g.clientsHeapMbAfterRounds.join(' → ')} MiB · peak RSS ${g.clientsPeakRssMb} MiB${g.clientsFailed ? ` · ${g.clientsFailed} failed` : ''}`);
   console.log(`              ${g.streamingRollouts} rollouts streaming through it (5 × ~200 ms each): wall ${g.streamingWallMs} ms, then ${g.streamingWallMsAgain} ms (waiting agents above: ${r.concurrency.wallMs} ms) · peak RSS ${g.streamingPeakRssMb} MiB, then ${g.streamingPeakRssMbAgain} MiB (waiting agents: ${r.concurrency.peakRssMb} MiB) · host RSS after each ${g.hostRssMbAfter.join(' → ')} MiB`);
   for (const w of r.worldScaling) {
     console.log(`world ${String(Math.round(w.worldBytes / 1000)).padStart(6)} KB  structuredClone ${w.cloneMs} ms · Silo host work ${w.hostMs} ms · ratio ${w.ratio} · one call with its changes ${w.callWithChangesUs} µs`);

@@ -3,6 +3,8 @@
 // streamed (latency added per chunk); and 256 rollouts streaming through one gateway at once.
 import { Agent, createServer, request } from 'node:http';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { performance } from 'node:perf_hooks';
 import { Gateway } from '../../dist/src/gateway/gateway.js';
 import { ModelLog } from '../../dist/src/gateway/record.js';
@@ -112,4 +114,49 @@ export async function gatewayLatency({ requests = 300, chunks = 200, streams = 2
     gatewayStreamMs,
     addedMsPerChunk: (gatewayStreamMs - directStreamMs) / chunks,
   };
+}
+
+/** A full garbage collection, so that heap sizes compare (without --expose-gc too). */
+function collect() {
+  if (!globalThis.gc) {
+    setFlagsFromString('--expose-gc');
+    globalThis.gc = runInNewContext('gc');
+  }
+  globalThis.gc();
+}
+
+/**
+ * The gateway's memory under 256 clients streaming at once (no workers: only the gateway's part):
+ * `rounds` rounds of 256 sessions, each making `requests` streamed requests of `chunks` chunks 10
+ * ms apart; the host's heap after each round (after a collection when --expose-gc allows one).
+ */
+export async function gatewayMemory({ clients = 256, requests = 5, chunks = 20, rounds = 3 } = {}) {
+  const upstream = await benchUpstream({ chunks, gapMs: 10 });
+  const gateway = new Gateway({ env: {}, upstreams: { openai: { baseUrl: `${upstream.origin}/v1`, apiKey: 'sk-bench' } }, concurrency: clients });
+  const agent = new Agent({ keepAlive: true, maxSockets: clients });
+  const body = JSON.stringify({ model: 'bench', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  const heapMb = [];
+  let peakRss = 0;
+  const sample = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
+  const t = performance.now();
+  let failed = 0;
+  for (let round = 0; round < rounds; round++) {
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        const grant = await gateway.open({ providers: ['openai'], limits: { maxModelRequests: requests }, log: new ModelLog(new Trace(null), null), taskId: 'bench', trial: 0 });
+        for (let i = 0; i < requests; i++) {
+          await post(agent, `${grant.env.OPENAI_BASE_URL}/chat/completions`, { authorization: `Bearer ${grant.env.OPENAI_API_KEY}` }, body).catch(() => failed++);
+        }
+        await grant.session.close();
+      }),
+    );
+    collect();
+    heapMb.push(process.memoryUsage().heapUsed / 2 ** 20);
+  }
+  const wallMs = (performance.now() - t) / rounds;
+  clearInterval(sample);
+  agent.destroy();
+  await gateway.close();
+  await upstream.close();
+  return { clients, requests, chunks, failed, wallMsPerRound: wallMs, heapMbAfterRounds: heapMb, peakRssMb: peakRss / 2 ** 20 };
 }

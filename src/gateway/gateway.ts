@@ -21,6 +21,8 @@ import { Upstream, type UpstreamOptions } from './upstream.js';
 export const GATEWAY_MAX_REQUEST_BYTES = 32 * MiB;
 /** Bytes of one response relayed to an agent. */
 export const GATEWAY_MAX_RESPONSE_BYTES = 64 * MiB;
+/** How long an idle connection from an agent stays open, ms. */
+const GATEWAY_KEEP_ALIVE_MS = 10 * 60_000;
 
 /** Options of a gateway. */
 export interface GatewayOptions extends UpstreamOptions {
@@ -83,7 +85,11 @@ export class Gateway {
   listen(): Promise<number> {
     this.#listening ??= new Promise<number>((resolve, reject) => {
       const server = createServer((req, res) => void this.#handle(req, res));
-      // Idle kept-alive connections do not keep the host running (rollouts in progress do).
+      // Agents' clients keep connections alive between model calls, some (node:http's Agent) for
+      // ever: a server that closes an idle one after the default 5 s races a client reusing it
+      // (ECONNRESET). The gateway keeps them (they are local, and do not keep the host running:
+      // rollouts in progress do).
+      server.keepAliveTimeout = GATEWAY_KEEP_ALIVE_MS;
       server.on('connection', (socket) => socket.unref());
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => {
