@@ -10,6 +10,10 @@
 //                 (scripts/lib/bench-sandbox.mjs, which also runs alone)
 //   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured
 //                 wall; and the same agents without Silo, a Worker each and in reused threads
+//   gateway       the model gateway against a scripted upstream called directly: ms added per
+//                 non-streamed request and per streamed chunk; then 256 rollouts whose agents stream
+//                 5 × ~200 ms from the upstream through one gateway at once (against the
+//                 concurrency case's agents that only wait), with the peak memory of both
 //   worldScaling  worlds of ~10 KB, 1 MB, 10 MB where the agent changes two records: one
 //                 structuredClone of the world vs Silo's own host work per rollout (all but the
 //                 user's createState and verify); and the host cost of one tool call with its
@@ -28,6 +32,8 @@ import { performance } from 'node:perf_hooks';
 import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
 import { AgentPool, agentsPerReusedWorker } from '../dist/src/pool/pool.js';
 import { bareThreads, bareWorkers } from './lib/bare-concurrency.mjs';
+import { benchUpstream, gatewayLatency, gatewayMemory } from './lib/bench-gateway.mjs';
+import { Gateway } from '../dist/src/gateway/gateway.js';
 import { SandboxPool } from '../dist/src/sandbox/pool.js';
 import { benchSandboxLevels, describeSandboxLevels } from './lib/bench-sandbox.mjs';
 import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.js';
@@ -216,16 +222,21 @@ const starts = [];
 for (let i = 0; i < 20; i++) starts.push(await bareWorkerStart());
 const bareWorkerMs = median(starts);
 const trivial = bench.get('bench/calls-0');
-const timeRollouts = async (n, usePool) => {
+const timeRollouts = async (n, usePool, extra = {}) => {
   const samples = [];
   for (let i = 0; i < n; i++) {
     const t = performance.now();
-    await runRollout({ task: trivial, agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool: usePool, seed: 1 });
+    await runRollout({ task: trivial, agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool: usePool, seed: 1, ...extra });
     samples.push(performance.now() - t);
   }
   return median(samples);
 };
 const isolatedMs = await timeRollouts(40, pool);
+// The same granted a provider: a token of its own per rollout, and the warm workers still serve
+// them (the token travels with the task, not in the worker's start environment).
+const rolloutGateway = new Gateway({ env: {} });
+const gatewayRolloutMs = await timeRollouts(40, pool, { providers: ['openai'], gateway: rolloutGateway });
+await rolloutGateway.close();
 await pool.destroy();
 await timeRollouts(3, sandbox);
 const sandboxMs = await timeRollouts(40, sandbox);
@@ -266,6 +277,34 @@ const idealMs = 5 * 200;
 // --reuse-workers would use with a fresh module instance per agent (its shape).
 const bareWorkersMs = await bareWorkers(ROLLOUTS);
 const bareThreadsMs = await bareThreads(ROLLOUTS, Math.ceil(ROLLOUTS / agentsPerReusedWorker(ROLLOUTS)));
+
+// gateway
+log('gateway …');
+const latencyDir = mkdtempSync(join(out, 'gateway-'));
+const latency = await gatewayLatency({ dir: latencyDir });
+// The gateway alone under 256 clients streaming at once, four rounds: its heap after each.
+const memory = await gatewayMemory({ rounds: 4 });
+// 256 rollouts streaming through one gateway: each agent makes 5 streamed requests of 20 chunks
+// 10 ms apart (~200 ms each, as the waiting agents above), the upstream being the host's.
+const streamUpstream = await benchUpstream({ chunks: 20, gapMs: 10 });
+process.env.OPENAI_BASE_URL = `${streamUpstream.origin}/v1`;
+process.env.OPENAI_API_KEY = 'sk-bench';
+const streamBatch = async () => {
+  let peak = treeRss();
+  const sample = setInterval(() => (peak = Math.max(peak, treeRss())), 20);
+  const t = performance.now();
+  const s = await runEval({ paths: ['fixtures/bench/tasks.mjs'], task: ['bench/wait'], agent: 'fixtures/agents/bench-streamer.mjs', providers: ['openai'], trials: ROLLOUTS, concurrency: ROLLOUTS, modelConcurrency: ROLLOUTS, outDir: out });
+  const ms = performance.now() - t;
+  clearInterval(sample);
+  if (s.totals.passed !== ROLLOUTS) throw new Error(`gateway bench passed ${s.totals.passed} of ${ROLLOUTS}`);
+  if (s.totals.usage?.requests !== 5 * ROLLOUTS) throw new Error(`gateway bench recorded ${s.totals.usage?.requests} model requests`);
+  return { ms, peak, hostRss: process.memoryUsage().rss };
+};
+const streamFirst = await streamBatch();
+const streamSecond = await streamBatch();
+await streamUpstream.close();
+delete process.env.OPENAI_BASE_URL;
+delete process.env.OPENAI_API_KEY;
 
 // worldScaling
 log('worldScaling …');
@@ -382,6 +421,7 @@ const result = {
     ratio: round(isolatedMs / bareWorkerMs, 2),
     reuseMs: round(reuseMs, 2),
     sandboxMs: round(sandboxMs, 2),
+    withProviderMs: round(gatewayRolloutMs, 2),
   },
   sandboxLevels,
   concurrency: {
@@ -395,6 +435,26 @@ const result = {
     bareWorkersMs: round(bareWorkersMs, 0),
     bareThreadsMs: round(bareThreadsMs, 0),
   },
+  gateway: {
+    directMsPerRequest: round(latency.directMs),
+    gatewayMsPerRequest: round(latency.gatewayMs),
+    addedMsPerRequest: round(latency.addedMsPerRequest),
+    chunksPerStream: latency.chunks,
+    directStreamMs: round(latency.directStreamMs),
+    gatewayStreamMs: round(latency.gatewayStreamMs),
+    addedMsPerChunk: round(latency.addedMsPerChunk, 4),
+    clientsStreaming: memory.clients,
+    clientsFailed: memory.failed,
+    clientsWallMsPerRound: round(memory.wallMsPerRound, 0),
+    clientsHeapMbAfterRounds: memory.heapMbAfterRounds.map((mb) => round(mb, 1)),
+    clientsPeakRssMb: round(memory.peakRssMb, 0),
+    streamingRollouts: ROLLOUTS,
+    streamingWallMs: round(streamFirst.ms, 0),
+    streamingWallMsAgain: round(streamSecond.ms, 0),
+    streamingPeakRssMb: round(streamFirst.peak / 2 ** 20, 0),
+    streamingPeakRssMbAgain: round(streamSecond.peak / 2 ** 20, 0),
+    hostRssMbAfter: [round(streamFirst.hostRss / 2 ** 20, 0), round(streamSecond.hostRss / 2 ** 20, 0)],
+  },
   worldScaling,
   retail,
 };
@@ -407,10 +467,14 @@ if (json) {
   console.log(`artifacts in ${r.fileSystem.dir}: a folder with one file (mkdir, write, rename) costs ${r.fileSystem.folderWithFileUs} µs here now\n`);
   console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5)`);
   console.log(`              through the sandbox process ${r.toolCall.sandboxUs} µs · the same hops without Silo ${r.toolCall.bareProcessRttUs} µs · ratio ${r.toolCall.sandboxRatio}`);
-  console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms`);
+  console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms · granted a provider (a gateway token each) ${r.rollout.withProviderMs} ms`);
   console.log(describeSandboxLevels(r.sandboxLevels));
   console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
   console.log(`              without Silo: a Worker per agent ${r.concurrency.bareWorkersMs} ms (Silo's default ${round(r.concurrency.wallMs / r.concurrency.bareWorkersMs, 2)}× that) · reused threads, a fresh module instance per agent ${r.concurrency.bareThreadsMs} ms (--reuse-workers ${round(r.concurrency.reuseWallMs / r.concurrency.bareThreadsMs, 2)}× that)`);
+  const g = r.gateway;
+  console.log(`gateway       per request: direct ${g.directMsPerRequest} ms · through the gateway ${g.gatewayMsPerRequest} ms · added ${g.addedMsPerRequest} ms (target ≤ 1) · per chunk of a ${g.chunksPerStream}-chunk stream: added ${g.addedMsPerChunk} ms (target ≤ 0.2)`);
+  console.log(`              ${g.clientsStreaming} clients streaming at once (5 × 20 chunks 10 ms apart, 4 rounds): ${g.clientsWallMsPerRound} ms a round · heap after each ${g.clientsHeapMbAfterRounds.join(' → ')} MiB · peak RSS ${g.clientsPeakRssMb} MiB${g.clientsFailed ? ` · ${g.clientsFailed} failed` : ''}`);
+  console.log(`              ${g.streamingRollouts} rollouts streaming through it (5 × ~200 ms each): wall ${g.streamingWallMs} ms, then ${g.streamingWallMsAgain} ms (waiting agents above: ${r.concurrency.wallMs} ms) · peak RSS ${g.streamingPeakRssMb} MiB, then ${g.streamingPeakRssMbAgain} MiB (waiting agents: ${r.concurrency.peakRssMb} MiB) · host RSS after each ${g.hostRssMbAfter.join(' → ')} MiB`);
   for (const w of r.worldScaling) {
     console.log(`world ${String(Math.round(w.worldBytes / 1000)).padStart(6)} KB  structuredClone ${w.cloneMs} ms · Silo host work ${w.hostMs} ms · ratio ${w.ratio} · one call with its changes ${w.callWithChangesUs} µs`);
   }

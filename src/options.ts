@@ -15,6 +15,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   memoryMb: 512,
   maxOutputBytes: MiB,
   maxMessageBytes: MiB,
+  maxModelRequests: 200,
 });
 
 /** Start of the simulated clock when an environment does not set one. */
@@ -125,16 +126,18 @@ export function resolveSeed(seed: number | undefined, draw: () => number): numbe
 /** Merges limits (later sources win) and checks each value. */
 export function resolveLimits(...sources: (Partial<Limits> | undefined)[]): Limits {
   const merged: Limits = { ...DEFAULT_LIMITS };
+  // Every limit with a default, and those without one (absent: no limit).
+  const keys = [...(Object.keys(DEFAULT_LIMITS) as (keyof Limits)[]), 'maxTokens'] as const;
   for (const source of sources) {
     if (!source) continue;
-    for (const key of Object.keys(DEFAULT_LIMITS) as (keyof Limits)[]) {
+    for (const key of keys) {
       const value = source[key];
       if (value !== undefined) merged[key] = value;
     }
   }
   for (const key of Object.keys(merged) as (keyof Limits)[]) {
     const value = merged[key];
-    const min = key === 'maxToolCalls' || key === 'graceMs' ? 0 : key === 'memoryMb' ? MIN_MEMORY_MB : 1;
+    const min = key === 'maxToolCalls' || key === 'graceMs' || key === 'maxModelRequests' ? 0 : key === 'memoryMb' ? MIN_MEMORY_MB : 1;
     if (typeof value !== 'number' || !Number.isFinite(value) || value < min || !Number.isInteger(value)) {
       throw new SiloError('SILO_USAGE', `limit ${key} must be an integer >= ${min} (got ${String(value)})`);
     }

@@ -26,6 +26,14 @@ export interface WorkerTask {
   exitAfter: boolean;
   /** Folders the agent must not be able to read (the task file's, the artifacts'); checked before it loads. */
   guard: { path: string; what: string }[];
+  /**
+   * The rollout's way to its models, when it was granted a provider: the variables its agent sees
+   * on top of the worker's environment (OPENAI_BASE_URL = the gateway, OPENAI_API_KEY = this
+   * rollout's token, ...), set in the worker before the agent loads (a worker's pool is keyed by
+   * its start environment, so per-rollout values travel here); and the gateway's port on the
+   * host's loopback, which a sandbox without network relays.
+   */
+  gateway?: { port: number; env: Record<string, string> };
 }
 
 /** Worker → host (sent as JSON text). */

@@ -101,6 +101,10 @@ export interface Limits {
   maxOutputBytes: number;
   /** UTF-8 bytes of one tool call's input as sent by the agent. */
   maxMessageBytes: number;
+  /** Model requests the agent may make through the gateway. */
+  maxModelRequests: number;
+  /** Input + output tokens of the agent's model requests; none when absent. */
+  maxTokens?: number;
 }
 
 /** What a verifier receives. */
@@ -147,7 +151,7 @@ export type ToolResult =
 /** Options handed to an agent: plain JSON (`openai:<model>` gives `{ model }`, `--max-turns` gives `maxTurns`). */
 export type AgentOptions = { readonly [key: string]: unknown };
 
-/** Model usage an agent reports; each report adds to run.json `usage`. */
+/** Model usage an agent reports; each report adds to run.json `reportedUsage`. */
 export interface UsageReport {
   inputTokens: number;
   outputTokens: number;
@@ -164,7 +168,10 @@ export interface AgentArgs {
   log(message: string, data?: unknown): void;
   /** The agent's options (RolloutOptions.agentOptions; for built-in agents `model` and `maxTurns`). */
   options: AgentOptions;
-  /** Adds one model request's token counts (or several, with `requests`) to run.json `usage`. */
+  /**
+   * Adds one model request's token counts (or several, with `requests`) to run.json
+   * `reportedUsage` (what the agent says; `usage` is what the gateway measured).
+   */
   reportUsage(usage: UsageReport): void;
 }
 
@@ -177,6 +184,7 @@ export type Termination =
   | 'threw'
   | 'timeout'
   | 'tool_call_limit'
+  | 'model_limit'
   | 'crashed'
   | 'out_of_memory'
   | 'load_error'
@@ -228,8 +236,40 @@ export type TraceEvent = EventBase &
     | { type: 'agent_returned'; output: string | null; outputTruncated?: boolean; outputError?: string }
     | { type: 'agent_threw'; error: ErrorInfo }
     | { type: 'limit_exceeded'; limit: string; message: string }
+    | ({ type: 'model_call' } & ModelCallEvent)
     | { type: 'run_finished'; status: RunStatus; termination: Termination; score: number | null }
   );
+
+/** A model request that went through the gateway, as the trace records it when it completes. */
+export interface ModelCallEvent {
+  /** 1, 2, ... within the run; the line of models.jsonl with the bodies has the same. */
+  requestId: number;
+  /** Absent for the agent's requests; `user` for a simulated user's, made by Silo on the host. */
+  actor?: 'user';
+  provider: 'openai' | 'anthropic';
+  endpoint: 'chat/completions' | 'responses' | 'models' | 'messages';
+  /** The request's `model`. */
+  model: string | null;
+  stream: boolean;
+  /** The HTTP status the agent received; null when no answer came. */
+  status: number | null;
+  durationMs: number;
+  /** Time waiting for a slot upstream (`--model-concurrency`) and between retries, ms. */
+  queuedMs: number;
+  usage: { inputTokens: number; outputTokens: number };
+  /** Replayed from the model cache. */
+  cached?: true;
+  /** Retries after the first try (429, 5xx, lost connections). */
+  retries?: number;
+  error?: string;
+}
+
+/** Model usage in run.json and the eval summary. */
+export interface UsageTotals {
+  inputTokens: number;
+  outputTokens: number;
+  requests: number;
+}
 
 /** Distributes over the union so each event type keeps its own fields. */
 export type TraceEventInput = TraceEvent extends infer E
@@ -286,8 +326,15 @@ export interface RunRecord {
    * giving per-call changes partway (the run's diff stays exact).
    */
   tracking?: { mode: 'writes' | 'snapshot'; reason?: string; lost?: string };
-  /** Model usage, when the agent reports it. */
-  usage?: { inputTokens: number; outputTokens: number; requests: number };
+  /** Providers the agent was granted through the gateway (`--provider`, or its built-in agent's). */
+  providers?: ('openai' | 'anthropic')[];
+  /**
+   * Model usage measured by the gateway from the provider's responses, when the agent was granted
+   * a provider. `cachedRequests`: answered from the model cache; `refusedRequests`: refused by a limit.
+   */
+  usage?: UsageTotals & { source: 'gateway'; cachedRequests?: number; refusedRequests?: number };
+  /** What the agent reported with reportUsage (never added to `usage`), when it reported anything. */
+  reportedUsage?: UsageTotals;
   /** ISO time of the last `silo regrade` of this run (its earlier results are kept as `result.<n>.json`). */
   regradedAt?: string;
   /**
@@ -335,6 +382,7 @@ export type DiagnosisCode =
   | 'wrong_answer'
   | 'timeout'
   | 'tool_call_limit'
+  | 'model_limit'
   | 'crashed'
   | 'out_of_memory'
   | 'threw'
@@ -383,6 +431,8 @@ export interface RunResult {
   error?: ErrorInfo;
   durationMs: number;
   toolCalls: number;
+  /** Model usage measured by the gateway, when the agent was granted a provider. */
+  usage?: UsageTotals;
 }
 
 /** Per-task statistics of an eval (summary.json `tasks`). */
@@ -406,6 +456,8 @@ export interface TaskStats {
   flaky: boolean;
   /** Passed runs whose answer had no successful tool call behind it (`ungrounded_answer`): passes to look at. */
   suspicious: number;
+  /** Model usage of the task's runs (retried ones included: they were paid for), when any was measured. */
+  usage?: UsageTotals;
 }
 
 /** What an eval was asked to do; stored so that `--resume` can do the same. */
@@ -428,6 +480,8 @@ export interface EvalOptionsRecord {
   strict?: true;
   /** `--concurrency` as given (absent: the default); `--resume` keeps it unless given again. */
   concurrency?: number;
+  /** Providers the agent is granted through the gateway (`--provider`). */
+  providers?: ('openai' | 'anthropic')[];
 }
 
 /** `.silo/evals/<evalId>/summary.json` */
@@ -456,6 +510,8 @@ export interface EvalSummary {
     suspicious: number;
     passRate: number | null;
     passRateCi95: [number, number] | null;
+    /** Model usage of every run, when any was measured. */
+    usage?: UsageTotals;
   };
   /** The comparison with the eval given as `--baseline` (see `silo compare`). */
   baseline?: BaselineRecord;
@@ -492,4 +548,6 @@ export interface EvalRunLine {
   /** A passed run whose answer is ungrounded: the finding's message (reporters show it as a warning). */
   suspicious?: string;
   error?: ErrorInfo;
+  /** Model usage measured by the gateway. */
+  usage?: UsageTotals;
 }

@@ -2,7 +2,7 @@
  * Test helpers: a tiny world with tools that show what they really received, built in one line,
  * and readers for a run folder's artifacts.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { check, defineEnvironment, defineTask, defineTool } from '../src/index.js';
@@ -136,6 +136,8 @@ export interface RunFiles {
   result: ResultRecord;
   trace: TraceEvent[];
   diff: unknown[];
+  /** The lines of models.jsonl (none when the run made no model call through the gateway). */
+  models: any[];
 }
 
 export function readRunFiles(runDir: string): RunFiles {
@@ -144,7 +146,9 @@ export function readRunFiles(runDir: string): RunFiles {
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as TraceEvent);
-  return { run: json('run.json'), result: json('result.json'), trace, diff: json('state-diff.json') };
+  const modelsFile = join(runDir, 'models.jsonl');
+  const models = existsSync(modelsFile) ? readFileSync(modelsFile, 'utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as unknown) : [];
+  return { run: json('run.json'), result: json('result.json'), trace, diff: json('state-diff.json'), models };
 }
 
 /** The events of one type, typed. */

@@ -12,7 +12,10 @@ describe('DEFAULT_LIMITS', () => {
       memoryMb: 512,
       maxOutputBytes: MiB,
       maxMessageBytes: MiB,
+      maxModelRequests: 200,
     });
+    // maxTokens has no default: no limit unless one is given.
+    expect(DEFAULT_LIMITS).not.toHaveProperty('maxTokens');
     expect(Object.isFrozen(DEFAULT_LIMITS)).toBe(true);
   });
 });
@@ -43,8 +46,14 @@ describe('resolveLimits', () => {
     expect(resolveLimits({ retries: 3 } as unknown as Partial<Limits>)).toEqual(DEFAULT_LIMITS);
   });
 
-  it('allows 0 tool calls and 0 grace, but not 0 of anything else', () => {
-    expect(resolveLimits({ maxToolCalls: 0, graceMs: 0 })).toMatchObject({ maxToolCalls: 0, graceMs: 0 });
+  it('takes maxTokens when given (none by default), checked like the others', () => {
+    expect(resolveLimits({ maxTokens: 5_000 }, { maxModelRequests: 3 })).toEqual({ ...DEFAULT_LIMITS, maxTokens: 5_000, maxModelRequests: 3 });
+    expect(() => resolveLimits({ maxTokens: 0 })).toThrow('limit maxTokens must be an integer >= 1 (got 0)');
+    expect(() => resolveLimits({ maxTokens: 1.5 })).toThrow('limit maxTokens must be an integer >= 1 (got 1.5)');
+  });
+
+  it('allows 0 tool calls, 0 model requests and 0 grace, but not 0 of anything else', () => {
+    expect(resolveLimits({ maxToolCalls: 0, graceMs: 0, maxModelRequests: 0 })).toMatchObject({ maxToolCalls: 0, graceMs: 0, maxModelRequests: 0 });
     for (const key of ['timeoutMs', 'maxOutputBytes', 'maxMessageBytes'] as const) {
       expect(() => resolveLimits({ [key]: 0 })).toThrow(`limit ${key} must be an integer >= 1 (got 0)`);
     }

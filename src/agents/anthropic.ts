@@ -1,6 +1,7 @@
 /**
- * The built-in agent `--agent anthropic:<model>`: the Anthropic Messages protocol. Base URL and
- * key come from ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY, the only host variables it gets. The
+ * The built-in agent `--agent anthropic:<model>`: the Anthropic Messages protocol. It reaches its
+ * model through Silo's gateway: ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY are the gateway's URL and
+ * the rollout's token (the gateway retries, records each call and its usage, holds the key). The
  * loop: the instruction as the prompt, the tools as Messages tools, every tool_use block of a
  * response executed (in parallel), the results fed back as tool_result blocks (failures marked
  * is_error, so the model can correct itself), until a reply without tool use, the signal, or
@@ -10,15 +11,14 @@ import Anthropic from '@anthropic-ai/sdk';
 import type { MessageParam, ToolResultBlockParam, ToolUseBlock } from '@anthropic-ai/sdk/resources/messages';
 import type { AgentArgs } from '../types.js';
 import { renderToolResult, toAnthropicTools } from './converters.js';
-import { withRetries } from './retry.js';
 import { agentSettings, SYSTEM_PROMPT } from './settings.js';
 
-export default async function anthropicAgent({ instruction, tools, callTool, signal, log, options, reportUsage }: AgentArgs): Promise<string> {
+export default async function anthropicAgent({ instruction, tools, callTool, signal, options }: AgentArgs): Promise<string> {
   const { model, maxTurns, maxTokens } = agentSettings(options);
   const client = new Anthropic({
     baseURL: process.env.ANTHROPIC_BASE_URL ?? null,
     apiKey: process.env.ANTHROPIC_API_KEY ?? 'not-set',
-    // Retries are ours (withRetries), so that each wait shows in the trace.
+    // The gateway retries (and records each try); the SDK must not multiply them.
     maxRetries: 0,
   });
   const schemas = toAnthropicTools(tools);
@@ -26,24 +26,11 @@ export default async function anthropicAgent({ instruction, tools, callTool, sig
 
   for (let turn = 1; turn <= maxTurns; turn++) {
     signal.throwIfAborted();
-    const started = performance.now();
-    const response = await withRetries(
-      () =>
-        client.messages.create(
-          { model, max_tokens: maxTokens, system: SYSTEM_PROMPT, messages, ...(schemas.length > 0 ? { tools: schemas } : {}) },
-          { signal },
-        ),
-      { signal, log, label: model, noResponse: (err) => err instanceof Anthropic.APIConnectionError && !(err instanceof Anthropic.APIUserAbortError) },
+    // Each request is a model_call event in the trace (the gateway records it, with its usage).
+    const response = await client.messages.create(
+      { model, max_tokens: maxTokens, system: SYSTEM_PROMPT, messages, ...(schemas.length > 0 ? { tools: schemas } : {}) },
+      { signal },
     );
-    const usage = { inputTokens: response.usage?.input_tokens ?? 0, outputTokens: response.usage?.output_tokens ?? 0 };
-    reportUsage(usage);
-    log(`model call ${turn}: ${model}`, {
-      model: response.model || model,
-      turn,
-      latencyMs: Math.round(performance.now() - started),
-      usage,
-      stopReason: response.stop_reason ?? null,
-    });
     const uses = response.content.filter((block): block is ToolUseBlock => block.type === 'tool_use');
     if (uses.length === 0) {
       return response.content.map((block) => (block.type === 'text' ? block.text : '')).join('');

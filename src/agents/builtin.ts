@@ -8,12 +8,13 @@ import { SiloError } from '../errors.js';
 import { requireOptional } from '../optional.js';
 import { PACKAGE_ROOT } from '../paths.js';
 
-/** Each provider's module and the host variables it needs (base URL, then key). */
+/** Each provider's module. */
 export const BUILTIN_AGENTS = {
-  openai: { module: 'openai.js', env: ['OPENAI_BASE_URL', 'OPENAI_API_KEY'] },
-  anthropic: { module: 'anthropic.js', env: ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY'] },
+  openai: { module: 'openai.js' },
+  anthropic: { module: 'anthropic.js' },
 } as const;
 
+/** The provider a built-in agent speaks to (it is granted it through the gateway). */
 export type Provider = keyof typeof BUILTIN_AGENTS;
 
 /** A built-in agent named by `--agent <provider>:<model>`. */
@@ -22,8 +23,6 @@ export interface BuiltinAgent {
   model: string;
   /** The built module that runs in the worker. */
   path: string;
-  /** Host variables handed to it when set (and only these, plus any `--env`). */
-  envNames: readonly string[];
 }
 
 /** The built-in agent `agent` names, or null when it is a module path. */
@@ -34,7 +33,7 @@ export function parseBuiltinAgent(agent: string): BuiltinAgent | null {
   const model = (m[2] ?? '').trim();
   if (model === '') throw new SiloError('SILO_USAGE', `--agent ${provider}: needs a model name, e.g. --agent ${provider}:${provider === 'openai' ? 'gpt-4o-mini' : 'claude-sonnet-4-5'}`);
   const spec = BUILTIN_AGENTS[provider];
-  return { provider, model, path: join(PACKAGE_ROOT, 'dist', 'src', 'agents', spec.module), envNames: spec.env };
+  return { provider, model, path: join(PACKAGE_ROOT, 'dist', 'src', 'agents', spec.module) };
 }
 
 /**
@@ -46,16 +45,14 @@ export function requireAgentSdk(agent: BuiltinAgent): void {
 }
 
 /**
- * The environment an agent worker gets: the variables named by `--env` and, for a built-in agent,
- * its base URL and key when the host has them. Throws a usage error for an `--env` name the host
- * does not have (or that is not a valid name).
+ * The environment an agent worker gets: the variables named by `--env` (a built-in agent reaches
+ * its model through the gateway, which the rollout grants it: none of the host's variables).
+ * Throws a usage error for an `--env` name the host does not have (or that is not a valid name).
  */
 export function agentEnv(agent: string, names: readonly string[], host: NodeJS.ProcessEnv): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const name of parseBuiltinAgent(agent)?.envNames ?? []) {
-    const value = host[name];
-    if (value !== undefined) env[name] = value;
-  }
+  // A malformed built-in agent name is reported here, with the others.
+  parseBuiltinAgent(agent);
   for (const name of names) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
       throw new SiloError('SILO_USAGE', `--env takes the name of a variable (letters, digits, _), not '${name}'; set the variable in the shell and pass its name`);

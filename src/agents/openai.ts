@@ -1,7 +1,8 @@
 /**
  * The built-in agent `--agent openai:<model>`: the OpenAI Chat Completions protocol, so any
- * compatible server (OpenAI, vLLM, Ollama, llama.cpp) works. Base URL and key come from
- * OPENAI_BASE_URL and OPENAI_API_KEY, the only host variables it gets. The loop: the instruction
+ * compatible server (OpenAI, vLLM, Ollama, llama.cpp) works. It reaches its model through Silo's
+ * gateway: OPENAI_BASE_URL and OPENAI_API_KEY are the gateway's URL and the rollout's token (the
+ * gateway retries, records each call and its usage, and holds the real key). The loop: the instruction
  * as the prompt, the tools as function tools, every tool call of a response executed (in
  * parallel), the results fed back (failures too, so the model can correct itself), until a
  * reply without tool calls, the signal, or maxTurns. An ordinary agent module: it runs in a worker.
@@ -10,16 +11,14 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionToolMessageParam } from 'openai/resources/chat/completions';
 import type { AgentArgs } from '../types.js';
 import { renderToolResult, toOpenAITools } from './converters.js';
-import { withRetries } from './retry.js';
 import { agentSettings, parseArguments, SYSTEM_PROMPT } from './settings.js';
 
-export default async function openaiAgent({ instruction, tools, callTool, signal, log, options, reportUsage }: AgentArgs): Promise<string> {
+export default async function openaiAgent({ instruction, tools, callTool, signal, log, options }: AgentArgs): Promise<string> {
   const { model, maxTurns } = agentSettings(options);
   const client = new OpenAI({
     baseURL: process.env.OPENAI_BASE_URL ?? null,
-    // Local servers (Ollama, vLLM, llama.cpp) take any key; the SDK insists on one.
     apiKey: process.env.OPENAI_API_KEY ?? 'not-set',
-    // Retries are ours (withRetries), so that each wait shows in the trace.
+    // The gateway retries (and records each try); the SDK must not multiply them.
     maxRetries: 0,
   });
   const functions = toOpenAITools(tools);
@@ -30,21 +29,9 @@ export default async function openaiAgent({ instruction, tools, callTool, signal
 
   for (let turn = 1; turn <= maxTurns; turn++) {
     signal.throwIfAborted();
-    const started = performance.now();
-    const response = await withRetries(
-      () => client.chat.completions.create({ model, messages, ...(functions.length > 0 ? { tools: functions } : {}) }, { signal }),
-      { signal, log, label: model, noResponse: (err) => err instanceof OpenAI.APIConnectionError && !(err instanceof OpenAI.APIUserAbortError) },
-    );
-    const usage = { inputTokens: response.usage?.prompt_tokens ?? 0, outputTokens: response.usage?.completion_tokens ?? 0 };
-    reportUsage(usage);
+    // Each request is a model_call event in the trace (the gateway records it, with its usage).
+    const response = await client.chat.completions.create({ model, messages, ...(functions.length > 0 ? { tools: functions } : {}) }, { signal });
     const choice = response.choices[0];
-    log(`model call ${turn}: ${model}`, {
-      model: response.model || model,
-      turn,
-      latencyMs: Math.round(performance.now() - started),
-      usage,
-      finishReason: choice?.finish_reason ?? null,
-    });
     if (!choice) throw new Error(`the model returned no choices (turn ${turn})`);
     const { message } = choice;
     const calls = message.tool_calls ?? [];

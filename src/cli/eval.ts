@@ -20,6 +20,8 @@ import {
   ISOLATION_HELP,
   limitsFromFlags,
   MAX_TURNS_HELP,
+  modelOptions,
+  type ModelFlags,
   NO_NETWORK_HELP,
   requireAgent,
   STRICT_HELP,
@@ -34,7 +36,7 @@ import { createStyle } from '../inspect/style.js';
 import { writeReport } from '../inspect/report.js';
 import { baselineLines } from '../eval/compare-table.js';
 
-interface EvalFlags {
+interface EvalFlags extends ModelFlags {
   agent?: string;
   isolation: Isolation;
   network: boolean;
@@ -64,7 +66,7 @@ interface EvalFlags {
 }
 
 export function registerEval(program: Command): void {
-  program
+  const command = program
     .command('eval')
     .description('run every selected task k times in parallel and report pass rates, pass@k and pass^k')
     .argument('[paths...]', 'task files, or folders holding tasks.*, *.task.* or *.tasks.* files')
@@ -115,10 +117,11 @@ export function registerEval(program: Command): void {
       // given, and with --queue the workers set the pace (every pair goes on the queue).
       process.exitCode = await evalCommand(paths, flags, flags.concurrency);
     });
+  modelOptions(command);
 }
 
 /** Options an eval stores and `--resume` reuses: giving them again would be silently ignored. */
-const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns', 'shard', 'evalId', 'strict'] as const;
+const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns', 'shard', 'evalId', 'strict', 'provider', 'maxModelRequests', 'maxTokens'] as const;
 
 function refuseWithResume(paths: string[], command: Command): void {
   const given = STORED.filter((key) => command.getOptionValueSource(key) === 'cli').map((key) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -126,7 +129,7 @@ function refuseWithResume(paths: string[], command: Command): void {
   if (given.length > 0) {
     throw new SiloError(
       'SILO_USAGE',
-      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --report, --min-pass-rate, --out and --queue can)`,
+      `--resume keeps the eval's stored options, so ${given.join(', ')} cannot be given with it (--concurrency, --reporter, --output, --report, --min-pass-rate, --out, --queue and the --model-cache/--model-concurrency flags can)`,
     );
   }
 }
@@ -145,6 +148,9 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
   }
   if (flags.failOnRegression && flags.baseline === undefined) {
     throw new SiloError('SILO_USAGE', '--fail-on-regression needs --baseline <evalId>: the eval to compare with');
+  }
+  if (flags.queue !== undefined && (flags.modelCache !== undefined || flags.modelConcurrency !== undefined)) {
+    throw new SiloError('SILO_USAGE', '--model-cache and --model-concurrency apply to the gateway of the machine that runs the rollouts; with --queue the workers call the models with their own gateways, which do not take them yet');
   }
   const limits = limitsFromFlags(flags);
   // A resumed eval runs its stored agent, which decides the built-in variables it gets.
@@ -177,6 +183,9 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
         printer.update(p);
       },
       ...(flags.agent ? { agent: flags.agent } : {}),
+      ...(flags.provider ? { providers: flags.provider } : {}),
+      ...(flags.modelConcurrency === undefined ? {} : { modelConcurrency: flags.modelConcurrency }),
+      ...(flags.modelCache === undefined ? {} : { modelCache: flags.modelCache, modelCacheMode: flags.modelCacheMode ?? 'readwrite' }),
       ...(flags.task ? { task: flags.task } : {}),
       ...(flags.tag ? { tag: flags.tag } : {}),
       ...(resumed ? { resume: resumed } : {}),

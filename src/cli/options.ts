@@ -1,9 +1,11 @@
 /** Parsers for CLI option values: each rejects bad input with a one-line usage error. */
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { SiloError } from '../errors.js';
 import type { AgentOptions, Limits } from '../types.js';
 import type { Isolation } from '../pool/pool.js';
 import { DEFAULT_MAX_TURNS } from '../options.js';
+import { CACHE_MODES, type CacheMode } from '../gateway/cache.js';
+import { PROVIDERS, type Provider } from '../gateway/providers.js';
 
 /** The help text of `--agent` (run and eval). */
 export const AGENT_HELP = 'the agent module (default-exports the agent function), or a built-in agent: openai:<model> or anthropic:<model>';
@@ -34,8 +36,44 @@ export function requireAgent(agent: string | undefined, command: 'run' | 'eval')
 
 /** The help text of `--env`. */
 export const ENV_HELP =
-  'pass this variable from the shell into the agent (repeatable); the agent sees nothing else ' +
-  '(openai:/anthropic: agents also get OPENAI_/ANTHROPIC_BASE_URL and _API_KEY when set)';
+  'pass this variable from the shell into the agent as it is (repeatable; a raw key handed this way is the agent\'s to use or leak: prefer --provider); the agent sees nothing else';
+
+/** The help text of `--provider`. */
+export const PROVIDER_HELP =
+  "let the agent reach this provider's models through Silo's gateway (openai or anthropic, repeatable): it gets OPENAI_BASE_URL/OPENAI_API_KEY (or the ANTHROPIC_ pair) naming the gateway and a token for this rollout; the gateway uses your shell's key, records each call and its tokens (built-in agents get theirs without it)";
+
+/** The model flags `run` and `eval` share. */
+export interface ModelFlags {
+  provider?: Provider[];
+  maxModelRequests?: number;
+  maxTokens?: number;
+  modelConcurrency?: number;
+  modelCache?: string;
+  modelCacheMode?: CacheMode;
+}
+
+/** `--provider openai|anthropic`, repeatable. */
+export function provider(value: string, previous: Provider[] | undefined): Provider[] {
+  if (!PROVIDERS.includes(value as Provider)) throw new InvalidArgumentError(`expected ${PROVIDERS.join(' or ')}, got '${value}'`);
+  return [...(previous ?? []), value as Provider];
+}
+
+/** `--model-cache-mode read|write|readwrite`. */
+export function cacheMode(value: string): CacheMode {
+  if (!CACHE_MODES.includes(value as CacheMode)) throw new InvalidArgumentError(`expected ${CACHE_MODES.join(', ')}, got '${value}'`);
+  return value as CacheMode;
+}
+
+/** Registers the model flags on a command. */
+export function modelOptions(command: Command): Command {
+  return command
+    .option('--provider <name>', PROVIDER_HELP, provider)
+    .option('--max-model-requests <n>', 'model requests allowed per rollout (default 200); the next is refused and the rollout ends as model_limit', integer(0))
+    .option('--max-tokens <n>', 'input + output tokens allowed per rollout (default: no limit); once reached, model requests are refused (model_limit)', integer(1))
+    .option('--model-concurrency <n>', 'model requests in flight upstream at once, per provider, across all rollouts (default 16); 429/5xx are retried with backoff', integer(1))
+    .option('--model-cache <dir>', 'store model responses in <dir> and replay them (keyed by request, task, trial and occurrence): a rerun makes no model request')
+    .option('--model-cache-mode <mode>', 'read (replay only), write (store only) or readwrite', cacheMode, 'readwrite');
+}
 
 /** The help text of `--max-turns`. */
 export const MAX_TURNS_HELP = `model requests a built-in agent makes before giving up (default ${DEFAULT_MAX_TURNS}); reaches any agent as options.maxTurns`;
@@ -54,11 +92,13 @@ export function collect(value: string, previous: string[] | undefined): string[]
 }
 
 /** The limit flags that `run` and `eval` share, as Limits overrides. */
-export function limitsFromFlags(flags: { timeout?: number; maxToolCalls?: number; memory?: number }): Partial<Limits> {
+export function limitsFromFlags(flags: { timeout?: number; maxToolCalls?: number; memory?: number; maxModelRequests?: number; maxTokens?: number }): Partial<Limits> {
   const limits: Partial<Limits> = {};
   if (flags.timeout !== undefined) limits.timeoutMs = flags.timeout;
   if (flags.maxToolCalls !== undefined) limits.maxToolCalls = flags.maxToolCalls;
   if (flags.memory !== undefined) limits.memoryMb = flags.memory;
+  if (flags.maxModelRequests !== undefined) limits.maxModelRequests = flags.maxModelRequests;
+  if (flags.maxTokens !== undefined) limits.maxTokens = flags.maxTokens;
   return limits;
 }
 
@@ -74,7 +114,8 @@ export const ISOLATION_HELP =
   "and of the eval's runs.jsonl, take bytes off its sockets; a trace.jsonl it writes into is written again from what Silo recorded; see SECURITY.md)";
 
 /** The help text of `--no-network`. */
-export const NO_NETWORK_HELP = 'give agents no network (a network namespace of their own; needs --isolation process and Linux namespaces)';
+export const NO_NETWORK_HELP =
+  'give agents no network but the model gateway (a network namespace of their own, into which the sandbox relays the gateway for --provider; needs --isolation process and Linux namespaces)';
 
 /** `--isolation process|thread`. */
 export function isolation(value: string): Isolation {

@@ -17,17 +17,20 @@ import {
   ISOLATION_HELP,
   limitsFromFlags,
   MAX_TURNS_HELP,
+  modelOptions,
+  type ModelFlags,
   NO_NETWORK_HELP,
   requireAgent,
   STRICT_HELP,
 } from './options.js';
+import { gatewayFor } from '../gateway/shared.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import { agentEnv } from '../agents/builtin.js';
 import { createStyle } from '../inspect/style.js';
 import { ms } from '../inspect/show.js';
 import { onInterrupt } from './signals.js';
 
-interface RunFlags {
+interface RunFlags extends ModelFlags {
   agent?: string;
   strict?: boolean;
   isolation: Isolation;
@@ -45,7 +48,7 @@ interface RunFlags {
 }
 
 export function registerRun(program: Command): void {
-  program
+  const command = program
     .command('run')
     .description('run an agent on the tasks of a task file, one rollout each, and write the artifacts')
     .argument('<task-file>', 'a module that default-exports a task or an array of tasks (.js, .mjs, .ts)')
@@ -67,11 +70,13 @@ export function registerRun(program: Command): void {
       'after',
       `\n${EXIT_CODES_HELP}\n` +
         'Examples:\n  silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts --task helpdesk/close-ticket\n' +
-        '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 silo run fixtures/helpdesk/tasks.ts --agent openai:qwen2.5:7b',
+        '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 silo run fixtures/helpdesk/tasks.ts --agent openai:qwen2.5:7b\n' +
+        '  OPENAI_API_KEY=sk-... silo run fixtures/helpdesk/tasks.ts --agent my-llm-agent.ts --provider openai --no-network',
     )
     .action(async (taskFile: string, flags: RunFlags) => {
       process.exitCode = await runCommand(taskFile, flags);
     });
+  modelOptions(command);
 }
 
 async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
@@ -80,6 +85,9 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   const limits = limitsFromFlags(flags);
   const env = agentEnv(agent, flags.env ?? [], process.env);
   const agentOptions = agentOptionsFromFlags(flags);
+  const providers = flags.provider ?? [];
+  // One gateway for every rollout of the command, when the agent reaches a model through it.
+  const gateway = gatewayFor(agent, providers, flags);
 
   const pool = createRunner(flags.isolation, { noNetwork: !flags.network });
   const s = createStyle(process.stdout);
@@ -96,6 +104,8 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
         pool,
         ...(flags.strict ? { strict: true } : {}),
         env,
+        ...(providers.length > 0 ? { providers } : {}),
+        ...(gateway ? { gateway } : {}),
         ...(agentOptions ? { agentOptions } : {}),
         limits,
         outDir: flags.out,
@@ -108,6 +118,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   } finally {
     stopListening();
     await pool.destroy();
+    await gateway?.close();
   }
 
   if (flags.json) {
@@ -132,7 +143,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
 }
 
 /** Findings that say how a run ended. */
-const ENDINGS = new Set<string>(['threw', 'load_error', 'crashed', 'timeout', 'tool_call_limit', 'out_of_memory']);
+const ENDINGS = new Set<string>(['threw', 'load_error', 'crashed', 'timeout', 'tool_call_limit', 'model_limit', 'out_of_memory']);
 
 export function formatLine(r: RunResult, s: ReturnType<typeof createStyle>): string {
   // A pass whose answer had nothing behind it is a pass with a warning (--strict fails it).

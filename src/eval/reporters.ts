@@ -51,6 +51,10 @@ export function tableReport(summary: EvalSummary, s: Style): string {
   if (t.suspicious) {
     out.push(s.yellow(`suspicious: passed, but the answer had no successful tool call behind it (ungrounded_answer); --strict fails such runs`));
   }
+  if (t.usage) {
+    const u = t.usage;
+    out.push(s.dim(`model: ${u.requests} requests · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens (per task in summary.json)`));
+  }
   return out.join('\n');
 }
 

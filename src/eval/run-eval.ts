@@ -19,6 +19,9 @@ import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits,
 import { parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
 import { withBaseline } from './compare.js';
 import { baselineReader } from './compare-evals.js';
+import { gatewayFor } from '../gateway/shared.js';
+import type { CacheMode } from '../gateway/cache.js';
+import { checkProviders, type Provider } from '../gateway/providers.js';
 import { discoverTaskFiles } from './discover.js';
 import { localRunner, type RunnerFactory } from './runner.js';
 import { inShard, type Shard } from './shard.js';
@@ -42,6 +45,14 @@ export interface EvalOptions {
   env?: Record<string, string>;
   /** Handed to the agent as `options` (stored for `resume`). Built-in agents read `maxTurns`, `maxTokens`. */
   agentOptions?: AgentOptions;
+  /** Providers the agent reaches through the model gateway (stored for `resume`); see RolloutOptions.providers. */
+  providers?: Provider[];
+  /** Model requests in flight upstream at once, per provider, across the eval's rollouts. Default 16. */
+  modelConcurrency?: number;
+  /** Store and replay model responses in this folder (not stored: a resume may change it). */
+  modelCache?: string;
+  /** `read`, `write` or `readwrite` (default). */
+  modelCacheMode?: CacheMode;
   /** Trials per task (k). Default 1. */
   trials?: number;
   /** Rollouts running at once. Default 32 (agents mostly wait on models); a resumed eval keeps the one it was given. */
@@ -140,6 +151,8 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
   const env = options.env ?? {};
   checkEnvNames(record.env ?? [], env, previous !== undefined);
   const baseline = options.baseline === undefined ? undefined : baselineReader(options.baseline, outDir);
+  // One gateway for the eval: its cap on requests in flight holds across every rollout.
+  const gateway = gatewayFor(record.agent, record.providers ?? [], options);
 
   const tasks = selectTasks(await loadTasks(record.taskFiles), { task: record.task, tag: record.tag });
   const tally = new Tally(tasks.map((t) => t.task.id));
@@ -180,6 +193,7 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
     record,
     outDir,
     env,
+    ...(gateway ? { gateway } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(asked === undefined ? {} : { concurrency }),
   });
@@ -212,6 +226,7 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
     });
   } catch (error) {
     await runner.close(false);
+    await gateway?.close();
     throw error;
   }
   const total = tally.counts().done + pairs.length;
@@ -300,6 +315,7 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
     signal?.removeEventListener('abort', withdraw);
     await withdrawn;
     await runner.close(!failure && tally.counts().done >= total);
+    await gateway?.close();
     await store.close();
   }
   // A cancel that came after the last pair finished cancelled nothing.
@@ -339,6 +355,7 @@ export function toLine(result: RunResult, trial: number, retried: boolean): Eval
     ...(failedChecks.length > 0 ? { failed: failedChecks.map((c) => (c.message === undefined ? { name: c.name } : { name: c.name, message: c.message })) } : {}),
     ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
     ...(suspicious ? { suspicious: suspicious.message } : {}),
+    ...(result.usage ? { usage: result.usage } : {}),
   };
 }
 
@@ -366,6 +383,7 @@ function recordOptions(options: EvalOptions): EvalOptionsRecord {
     ...(options.agentOptions ? { agentOptions: options.agentOptions } : {}),
     ...(shard ? { shard: { index: shard.index, count: shard.count } } : {}),
     ...(options.strict ? { strict: true as const } : {}),
+    ...(options.providers && options.providers.length > 0 ? { providers: checkProviders(options.providers) } : {}),
   };
 }
 

@@ -9,6 +9,7 @@ import { PreparedAgents } from '../pool/compile.js';
 import type { AgentRunner } from '../pool/pool.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { EvalOptionsRecord, RunResult } from '../types.js';
+import type { Gateway } from '../gateway/gateway.js';
 
 /** One attempt at one (task, trial). */
 export interface RolloutRequest {
@@ -47,6 +48,8 @@ export interface RunnerContext {
   env?: Record<string, string>;
   /** Rollouts at once, when the user asked for a number. */
   concurrency?: number;
+  /** The eval's model gateway, when its agent reaches a model through one (the eval closes it). */
+  gateway?: Gateway;
 }
 
 /**
@@ -57,7 +60,7 @@ export type RunnerFactory = (context: RunnerContext) => Promise<RolloutRunner>;
 
 /** Runs each rollout on `pool`, in this process. */
 export function localRunner(context: RunnerContext, pool: AgentRunner, slots: number): RolloutRunner {
-  const { record, outDir, evalId, signal, env } = context;
+  const { record, outDir, evalId, signal, env, gateway } = context;
   const preparedAgents = new PreparedAgents();
   return {
     slots,
@@ -70,6 +73,8 @@ export function localRunner(context: RunnerContext, pool: AgentRunner, slots: nu
         ...(env ? { env } : {}),
         ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
         ...(record.strict ? { strict: true } : {}),
+        ...(record.providers ? { providers: record.providers } : {}),
+        ...(gateway ? { gateway } : {}),
         outDir,
         pool,
         preparedAgents,

@@ -2,7 +2,7 @@
  * Running totals of an eval, one small record per task: counts, scores and durations only, so
  * memory stays flat however many runs stream past. Traces never come here.
  */
-import type { EvalRunLine, EvalSummary, TaskStats } from '../types.js';
+import type { EvalRunLine, EvalSummary, TaskStats, UsageTotals } from '../types.js';
 import { estimators, percentile, wilson95 } from './stats.js';
 
 interface TaskTally {
@@ -12,6 +12,16 @@ interface TaskTally {
   suspicious: number;
   scoreSum: number;
   durations: number[];
+  /** Model usage of the task's runs, retried ones included (they were paid for). */
+  usage?: UsageTotals;
+}
+
+function addUsage(total: UsageTotals | undefined, usage: UsageTotals): UsageTotals {
+  const t = total ?? { inputTokens: 0, outputTokens: 0, requests: 0 };
+  t.inputTokens += usage.inputTokens;
+  t.outputTokens += usage.outputTokens;
+  t.requests += usage.requests;
+  return t;
 }
 
 export class Tally {
@@ -26,6 +36,9 @@ export class Tally {
 
   /** Counts a run that ended. Retried and cancelled runs are not trials; retries are counted apart. */
   add(line: EvalRunLine): void {
+    const task = this.#tasks.get(line.taskId);
+    // Tokens are spent whatever became of the run.
+    if (task && line.usage) task.usage = addUsage(task.usage, line.usage);
     if (line.retried) {
       this.#retries++;
       return;
@@ -68,6 +81,7 @@ export class Tally {
   /** The statistics part of summary.json. */
   stats(trials: number): Pick<EvalSummary, 'tasks' | 'totals'> {
     const tasks: TaskStats[] = [];
+    let usage: UsageTotals | undefined;
     let passed = 0;
     let failed = 0;
     let errors = 0;
@@ -91,7 +105,9 @@ export class Tally {
         p95Ms: percentile(t.durations, 95),
         flaky: t.passed > 0 && t.failed > 0,
         suspicious: t.suspicious,
+        ...(t.usage ? { usage: { ...t.usage } } : {}),
       });
+      if (t.usage) usage = addUsage(usage, t.usage);
     }
     const n = passed + failed;
     return {
@@ -105,6 +121,7 @@ export class Tally {
         suspicious,
         passRate: n === 0 ? null : passed / n,
         passRateCi95: wilson95(passed, n),
+        ...(usage ? { usage } : {}),
       },
     };
   }

@@ -104,7 +104,7 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
   }
 
   const limit = trace.find((e) => e.type === 'limit_exceeded');
-  if (termination === 'timeout' || termination === 'tool_call_limit' || termination === 'out_of_memory') {
+  if (termination === 'timeout' || termination === 'tool_call_limit' || termination === 'model_limit' || termination === 'out_of_memory') {
     findings.push({ code: termination, ...(limit ? { seq: limit.seq } : {}), message: limit?.type === 'limit_exceeded' ? limit.message : termination });
   } else if (termination === 'crashed') {
     const threw = trace.find((e) => e.type === 'agent_threw');

@@ -217,6 +217,8 @@ export const CLIENT_JS = String.raw`
       ['termination', d.termination || 'running'],
       ['time', d.durationMs === null ? '' : d.time ? d.time : fmtMs(d.durationMs) + ' · thinking ' + fmtMs(think) + ' (' + share + '%) · tools ' + fmtMs(d.toolTimeMs) + ' (' + (100 - share) + '%)'],
       ['tool calls', d.toolCalls + (d.refusedCalls ? ' (+' + d.refusedCalls + ' refused)' : '')],
+      ['model', d.usage ? d.usage.requests + ' requests · ' + d.usage.inputTokens + ' input tokens · ' + d.usage.outputTokens + ' output tokens (measured by the gateway)' : null],
+      ['reported', d.reportedUsage ? d.reportedUsage.requests + ' requests · ' + d.reportedUsage.inputTokens + ' input · ' + d.reportedUsage.outputTokens + ' output tokens (the agent\'s own account)' : null],
       ['seed', String(d.seed)],
       ['started', d.startedAt],
       ['error', d.error ? d.error.code + ': ' + d.error.message : null],
@@ -230,6 +232,13 @@ export const CLIENT_JS = String.raw`
     })));
     add(box, h('h3', { text: 'Timeline' }));
     add(box, timelineTable(d));
+    if (d.conversation && d.conversation.length > 0) {
+      add(box, h('h3', { text: 'Conversation' }));
+      if (d.omittedMessages) add(box, h('p', { className: 'muted', text: d.omittedMessages + ' earlier messages left out (see models.jsonl)' }));
+      add(box, h('table', { className: 'conversation', id: 'conversation' }, h('tbody', null, d.conversation.map(function (m) {
+        return h('tr', { className: 'msg-' + m.role }, h('td', { className: 'muted', text: m.role === 'assistant' ? 'model #' + m.requestId : m.role }), h('td', null, h('pre', { text: m.text })));
+      }))));
+    }
     add(box, h('h3', { text: 'Changes to the world' }));
     if (d.diff === null) add(box, h('p', { className: 'muted', text: 'no diff recorded' }));
     else if (d.diff.length === 0) add(box, h('p', { className: 'muted', text: 'none' }));

@@ -9,6 +9,10 @@ import type { Diagnosis, ErrorInfo, RunStatus, Termination, TraceEvent } from '.
 import type { LoadedRun } from './runs.js';
 import { findingPlace } from './diagnose.js';
 import { timeLine } from './show.js';
+import { conversationOf } from './conversation.js';
+
+/** Messages of a run's conversation the report keeps (the last ones). */
+const CONVERSATION_MESSAGES = 100;
 
 /** Caps on what one run's detail may hold. */
 export interface DetailCaps {
@@ -54,7 +58,7 @@ export interface CallView {
 /** Any other event, as one line of text. */
 export interface EventView {
   /** `gap` stands where events were left out by the cap (its seq is that of the next event kept). */
-  kind: 'start' | 'log' | 'limit' | 'returned' | 'threw' | 'finished' | 'gap';
+  kind: 'start' | 'log' | 'model' | 'limit' | 'returned' | 'threw' | 'finished' | 'gap';
   seq: number;
   t: number;
   text: string;
@@ -100,6 +104,13 @@ export interface RunDetail {
   checks: CheckView[];
   output: string | null;
   outputTruncated: boolean;
+  /** Model usage the gateway measured (and what the agent reported, apart). */
+  usage?: { inputTokens: number; outputTokens: number; requests: number };
+  reportedUsage?: { inputTokens: number; outputTokens: number; requests: number };
+  /** The model's side of the run, from models.jsonl: each message's role and text (the last ones). */
+  conversation?: { role: string; text: string; requestId: number }[];
+  /** Messages left out of the conversation by the cap. */
+  omittedMessages?: number;
 }
 
 /** How many of the kept events come from the end of the trace (the rest from the start). */
@@ -146,7 +157,17 @@ export function runDetail(loaded: LoadedRun, caps: DetailCaps): RunDetail {
     })),
     output: result?.output == null ? null : clip(result.output, caps.maxValueChars),
     outputTruncated: result?.outputTruncated === true || (result?.output != null && result.output.length > caps.maxValueChars),
+    ...(run.usage ? { usage: { inputTokens: run.usage.inputTokens, outputTokens: run.usage.outputTokens, requests: run.usage.requests } } : {}),
+    ...(run.reportedUsage ? { reportedUsage: { ...run.reportedUsage } } : {}),
+    ...conversationView(loaded, caps.maxValueChars),
   };
+}
+
+function conversationView(loaded: LoadedRun, max: number): Pick<RunDetail, 'conversation' | 'omittedMessages'> {
+  const all = conversationOf(loaded.models ?? []);
+  if (all.length === 0) return {};
+  const kept = all.slice(-CONVERSATION_MESSAGES).map((m) => ({ role: m.role, text: clip(m.text, max), requestId: m.requestId }));
+  return { conversation: kept, ...(all.length > kept.length ? { omittedMessages: all.length - kept.length } : {}) };
 }
 
 /** The first events and the last few, when there are more than `max`; `seq` keeps their place. */
@@ -188,6 +209,19 @@ function timeline(kept: readonly TraceEvent[], trace: readonly TraceEvent[], cap
       case 'limit_exceeded':
         views.push({ kind: 'limit', ...at, text: `limit ${e.limit}: ${clip(e.message, max)}` });
         break;
+      case 'model_call': {
+        const facts = [
+          e.status === null ? 'no answer' : `HTTP ${e.status}`,
+          `${e.usage.inputTokens} in / ${e.usage.outputTokens} out`,
+          `${Math.round(e.durationMs)} ms${e.queuedMs >= 1 ? ` (queued ${Math.round(e.queuedMs)} ms)` : ''}`,
+          ...(e.stream ? ['stream'] : []),
+          ...(e.cached ? ['cached'] : []),
+          ...(e.retries ? [`${e.retries} retries`] : []),
+        ];
+        const who = e.actor === 'user' ? 'user model' : 'model';
+        views.push({ kind: 'model', ...at, text: `${who} ${clip(e.model ?? '?', max)} · ${e.provider} ${e.endpoint} #${e.requestId} · ${facts.join(' · ')}${e.error ? ` · ${clip(e.error, max)}` : ''}` });
+        break;
+      }
       case 'agent_returned':
         views.push({ kind: 'returned', ...at, text: `returned ${e.output === null ? 'null' : text(e.output, max)}${e.outputError ? ` (${clip(e.outputError, max)})` : ''}` });
         break;

@@ -35,6 +35,7 @@ export function renderReportPage(data: ReportData): string {
     ['errors', String(t.errors), 'error'],
     ['retries', String(t.retries)],
     ['pass rate', rate],
+    ...(t.usage ? ([['model tokens', `${t.usage.inputTokens} in · ${t.usage.outputTokens} out`], ['model requests', String(t.usage.requests)]] as [string, string][]) : []),
   ];
   // Passes with an ungrounded answer: a warning, shown only when there are some.
   if (t.suspicious) cards.splice(2, 0, ['suspicious passes', String(t.suspicious), 'error']);

@@ -5,6 +5,7 @@ import { SiloError } from '../errors.js';
 import type { Change } from '../rollout/diff.js';
 import type { EvalSummary, ResultRecord, RunRecord, TraceEvent } from '../types.js';
 import { ownerGone } from '../owner.js';
+import { readModelLines, type ModelLine } from './conversation.js';
 
 /** Everything a run folder holds. `result` and `diff` are null while the run is still going. */
 export interface LoadedRun {
@@ -16,6 +17,8 @@ export interface LoadedRun {
   result: ResultRecord | null;
   trace: TraceEvent[];
   diff: Change[] | null;
+  /** The lines of models.jsonl: the bodies of the run's model calls (none without the gateway). */
+  models?: ModelLine[];
 }
 
 /** Finds a run by folder path, by runId, or by a unique prefix or suffix of a runId. */
@@ -75,6 +78,7 @@ export function loadRun(dir: string): LoadedRun {
     result: readJson<ResultRecord>(join(dir, 'result.json')),
     trace: readTrace(join(dir, 'trace.jsonl')),
     diff: readJson<Change[]>(join(dir, 'state-diff.json')),
+    models: readModelLines(join(dir, 'models.jsonl')),
   };
 }
 

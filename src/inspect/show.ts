@@ -8,6 +8,11 @@ import { changePath, type Change } from '../rollout/diff.js';
 import type { Check, RunRecord, TraceEvent } from '../types.js';
 import { findingPlace, suspicion } from './diagnose.js';
 import type { LoadedRun } from './runs.js';
+import { conversationOf } from './conversation.js';
+
+/** Messages of the conversation shown (the last ones; models.jsonl holds all), and characters of each. */
+const CONVERSATION_MESSAGES = 60;
+const MESSAGE_CHARS = 600;
 
 /** Longest JSON shown inline for an input, a value or a check side. */
 const INLINE_CHARS = 240;
@@ -32,7 +37,12 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
   out.push(`${s.dim('tool calls')}  ${run.toolCalls}${run.refusedCalls > 0 ? ` (+${run.refusedCalls} refused)` : ''}  ${s.dim(`seed ${run.seed}`)}`);
   if (run.usage) {
     const u = run.usage;
-    out.push(`${s.dim('model')}       ${u.requests} request${u.requests === 1 ? '' : 's'} · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens`);
+    const extra = [u.cachedRequests ? `${u.cachedRequests} from the cache` : '', u.refusedRequests ? `${u.refusedRequests} refused` : ''].filter(Boolean).join(', ');
+    out.push(`${s.dim('model')}       ${u.requests} request${u.requests === 1 ? '' : 's'}${extra ? ` (${extra})` : ''} · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens${u.source === 'gateway' ? s.dim(' (measured by the gateway)') : ''}`);
+  }
+  if (run.reportedUsage) {
+    const u = run.reportedUsage;
+    out.push(`${s.dim('reported')}    ${u.requests} request${u.requests === 1 ? '' : 's'} · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens ${s.dim('(what the agent says, with reportUsage)')}`);
   }
   if (loaded.abandoned) {
     out.push(s.yellow(`this run crashed: ${loaded.abandoned}; its files stop where that process did`));
@@ -54,6 +64,17 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
 
   out.push('', s.bold('Timeline'));
   out.push(...formatTimeline(loaded.trace, s));
+
+  const conversation = conversationOf(loaded.models ?? []);
+  if (conversation.length > 0) {
+    out.push('', s.bold('Conversation') + s.dim(' (from models.jsonl)'));
+    const shown = conversation.slice(-CONVERSATION_MESSAGES);
+    if (shown.length < conversation.length) out.push(s.dim(`  … ${conversation.length - shown.length} earlier messages (all in models.jsonl)`));
+    for (const m of shown) {
+      const label = m.role === 'assistant' ? s.cyan(`[model #${m.requestId}]`) : s.dim(`[${m.role}]`);
+      out.push(`  ${label} ${indentAfterFirst(clip(m.text, MESSAGE_CHARS), 4)}`);
+    }
+  }
 
   out.push('', s.bold('Changes to the world'));
   out.push(...formatDiff(loaded.diff, s));
@@ -96,6 +117,9 @@ function formatTimeline(trace: readonly TraceEvent[], s: Style): string[] {
       case 'limit_exceeded':
         lines.push(`${at}  ${s.yellow(`limit ${e.limit}`)}: ${e.message}`);
         break;
+      case 'model_call':
+        lines.push(`${at}  ${modelCallLine(e, s)}`);
+        break;
       case 'agent_returned':
         lines.push(`${at}  ${s.bold('returned')} ${e.output === null ? s.dim('null') : inline(e.output)}${e.outputError ? s.yellow(` (${e.outputError})`) : ''}`);
         break;
@@ -110,6 +134,25 @@ function formatTimeline(trace: readonly TraceEvent[], s: Style): string[] {
     }
   }
   return lines;
+}
+
+/** A model request in one line: model, status, tokens, latency (and the wait for a slot), cached. */
+export function modelCallLine(e: Extract<TraceEvent, { type: 'model_call' }>, s: Style): string {
+  const who = e.actor === 'user' ? 'user model' : 'model';
+  const status = e.status === null ? s.red('no answer') : e.status >= 400 ? s.red(String(e.status)) : s.green(String(e.status));
+  const parts = [
+    `${e.usage.inputTokens} in / ${e.usage.outputTokens} out`,
+    `${ms(e.durationMs)}${e.queuedMs >= 1 ? ` (queued ${ms(e.queuedMs)})` : ''}`,
+    ...(e.stream ? ['stream'] : []),
+    ...(e.cached ? ['cached'] : []),
+    ...(e.retries ? [`${e.retries} retr${e.retries === 1 ? 'y' : 'ies'}`] : []),
+  ];
+  const error = e.error ? ` ${s.yellow(clip(e.error, INLINE_CHARS))}` : '';
+  return `${s.bold(`${who} ${e.model ?? '?'}`)} ${s.dim(`${e.provider} ${e.endpoint} #${e.requestId}`)} → ${status} ${s.dim(parts.join(' · '))}${error}`;
+}
+
+function indentAfterFirst(text: string, spaces: number): string {
+  return text.split('\n').join(`\n${' '.repeat(spaces)}`);
 }
 
 function formatDiff(diff: readonly Change[] | null, s: Style): string[] {

@@ -11,6 +11,7 @@ import { LOG_BUDGET_NOTE, LogBudget } from '../rollout/logs.js';
 import { captureOutput } from '../rollout/output.js';
 import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
 import { esModuleExports } from '../typescript.js';
+import { withRolloutEnv } from './rollout-env.js';
 import type { AgentArgs, ToolResult } from '../types.js';
 import { closeProcessWide, processWideProblem } from './process-wide.js';
 
@@ -108,12 +109,13 @@ async function runOnce(task: WorkerTask): Promise<void> {
   };
 
   // Console output finds its rollout through the async context (a reused worker may run several).
+  // The rollout's own variables (its gateway URL and token) are set before the agent loads.
   if (task.exitAfter) {
     // A single-use thread runs one rollout: no async context needed (it would slow every await).
     soleLog = sendLog;
-    await runAgent(task, callTool, log, reportUsage, controller.signal, done);
+    await withRolloutEnv(task.gateway?.env, false, () => runAgent(task, callTool, log, reportUsage, controller.signal, done));
   } else {
-    await currentLog.run(sendLog, () => runAgent(task, callTool, log, reportUsage, controller.signal, done));
+    await currentLog.run(sendLog, () => withRolloutEnv(task.gateway?.env, true, () => runAgent(task, callTool, log, reportUsage, controller.signal, done)));
   }
   exitReporters.delete(send);
 }

@@ -4,19 +4,19 @@
  * same files a local rollout writes. A run too large to send keeps its grade on record as an
  * error that says where the full artifacts stayed; a run lost with its worker is an error too.
  */
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { newId } from '../ids.js';
 import { SiloError } from '../errors.js';
 import type { ResultRecord, RunRecord, RunResult } from '../types.js';
-import { ARTIFACT_FILES, type ArtifactFiles } from './job.js';
+import { ARTIFACT_FILES, OPTIONAL_ARTIFACT_FILES, type ArtifactFiles } from './job.js';
 
 const RUN_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /** UTF-8 bytes of all the files. */
 export function artifactBytes(files: ArtifactFiles): number {
-  return ARTIFACT_FILES.reduce((sum, name) => sum + Buffer.byteLength(files[name]), 0);
+  return [...ARTIFACT_FILES, ...OPTIONAL_ARTIFACT_FILES].reduce((sum, name) => sum + Buffer.byteLength(files[name] ?? ''), 0);
 }
 
 /**
@@ -28,6 +28,7 @@ export function artifactBytes(files: ArtifactFiles): number {
 export function packRun(result: RunResult, maxBytes: number, keepDir: string): { result: Omit<RunResult, 'runDir'>; files: ArtifactFiles } {
   const read = (name: string): string => readFileSync(join(result.runDir, name), 'utf8');
   const files = Object.fromEntries(ARTIFACT_FILES.map((name) => [name, read(name)])) as ArtifactFiles;
+  for (const name of OPTIONAL_ARTIFACT_FILES) if (existsSync(join(result.runDir, name))) files[name] = read(name);
   const { runDir, ...rest } = result;
   const bytes = artifactBytes(files);
   if (bytes <= maxBytes) {
@@ -64,10 +65,13 @@ export function writeRunFiles(outDir: string, runId: string, files: ArtifactFile
   const dir = join(outDir, 'runs', runId);
   mkdirSync(dir, { recursive: true });
   for (const name of ARTIFACT_FILES) {
-    const text = files[name];
-    if (typeof text !== 'string') throw new SiloError('SILO_USAGE', `a queue worker sent run ${runId} without its ${name}; is it running another version of Silo?`);
+    if (typeof files[name] !== 'string') throw new SiloError('SILO_USAGE', `a queue worker sent run ${runId} without its ${name}; is it running another version of Silo?`);
+  }
+  // run.json last: once it is there, the rest is.
+  const optional = OPTIONAL_ARTIFACT_FILES.filter((name) => typeof files[name] === 'string');
+  for (const name of [...optional, ...ARTIFACT_FILES]) {
     const tmp = join(dir, `${name}.${process.pid}.tmp`);
-    writeFileSync(tmp, text);
+    writeFileSync(tmp, files[name]!);
     renameSync(tmp, join(dir, name));
   }
   return dir;

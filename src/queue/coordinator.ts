@@ -109,6 +109,7 @@ class QueueCoordinator implements RolloutRunner {
       ...(record.env && record.env.length > 0 ? { env: record.env } : {}),
       ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
       ...(record.strict ? { strict: true as const } : {}),
+      ...(record.providers && record.providers.length > 0 ? { providers: record.providers } : {}),
     };
     const jobId = jobIdOf(loaded.task.id, trial, attempt);
     const done = new Promise<RunResult[]>((resolve, reject) => this.#waiters.set(jobId, { jobId, taskId: loaded.task.id, resolve, reject }));

@@ -40,11 +40,15 @@ export interface RolloutJob {
   agentOptions?: AgentOptions;
   /** `--strict`: an ungrounded answer fails the run. */
   strict?: true;
+  /** Providers the agent reaches through the gateway; each worker's own gateway uses its own keys. */
+  providers?: ('openai' | 'anthropic')[];
 }
 
 /** The artifact files of a run, by name, as text. */
 export const ARTIFACT_FILES = ['trace.jsonl', 'state-diff.json', 'result.json', 'run.json'] as const;
-export type ArtifactFiles = Record<(typeof ARTIFACT_FILES)[number], string>;
+/** Files a run has only sometimes: models.jsonl (the agent made model calls through the gateway). */
+export const OPTIONAL_ARTIFACT_FILES = ['models.jsonl'] as const;
+export type ArtifactFiles = Record<(typeof ARTIFACT_FILES)[number], string> & Partial<Record<(typeof OPTIONAL_ARTIFACT_FILES)[number], string>>;
 
 /** What a worker returns for a job. */
 export type RolloutJobResult =

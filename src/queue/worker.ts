@@ -142,6 +142,8 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         env,
         ...(d.agentOptions ? { agentOptions: d.agentOptions } : {}),
         ...(d.strict === true ? { strict: true } : {}),
+        // This machine's gateway, with this machine's keys.
+        ...(Array.isArray(d.providers) && d.providers.length > 0 ? { providers: d.providers } : {}),
         outDir: work,
         pool: pool(d.reuseWorkers),
         evalId: d.evalId,

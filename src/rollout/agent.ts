@@ -13,6 +13,7 @@ import { describeError, SiloError } from '../errors.js';
 import { INFLIGHT_SETTLE_MS, LOG_MESSAGE_MAX_CHARS, MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS, WORKER_GONE_MS, WORKER_START_MAX_MS, WORKER_START_MIN_MS } from '../options.js';
 import { LOG_BUDGET_NOTE, LogBudget } from './logs.js';
 import type { AgentOptions, ErrorInfo, Limits, Termination } from '../types.js';
+import type { WorkerTask } from '../protocol.js';
 import { UsageTally, type Usage } from './usage.js';
 import { createCallPath } from './call.js';
 import { LimitGuard } from './limits.js';
@@ -20,6 +21,7 @@ import { capText } from './output.js';
 import type { Toolbox } from './tools.js';
 import { round, type Trace } from './trace.js';
 import { TIMED_OUT, within } from '../time.js';
+import type { ModelSession } from '../gateway/session.js';
 
 /** Marks a log message cut at LOG_MESSAGE_MAX_CHARS. */
 const TRUNCATED = '… (truncated)';
@@ -59,6 +61,8 @@ export interface AgentPhaseOptions extends DriveOptions {
   guard?: Guard[] | undefined;
   /** Agents already prepared (an eval's); without it, the agent is prepared for this rollout. */
   prepared?: PreparedAgents | undefined;
+  /** The rollout's model gateway session and what its worker gets of it, when it was granted a provider. */
+  models?: { session: ModelSession; task: NonNullable<WorkerTask['gateway']> } | undefined;
 }
 
 /** How the agent's part of the rollout went. */
@@ -100,11 +104,15 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
 
   const guard = new LimitGuard(limits, (fired) => {
     trace.add({ type: 'limit_exceeded', limit: fired.limit, message: fired.reason });
+    // Once any limit fired, the gateway lets no new model request through either.
+    opts.models?.session.stop(fired.limit, fired.reason);
     channel.abort(fired.reason);
     // Also before the worker started (a cancel): the abort reaches the agent once it has, and it
     // gets its grace period to return what it has.
     graceTimer = setTimeout(() => terminate.abort(fired.reason), limits.graceMs);
   });
+  // A model budget spent (maxModelRequests, maxTokens) ends the rollout as model_limit.
+  opts.models?.session.onLimit((limit, reason) => guard.fire({ termination: 'model_limit', limit, reason }));
   const calls = createCallPath(guard, opts.toolbox, trace);
   const usage = new UsageTally();
   // Logs are kept up to a budget per run; past it they are dropped, with one note in the trace.
@@ -179,6 +187,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
       limits,
       options: opts.agentOptions ?? {},
       guard: opts.guard ?? [],
+      ...(opts.models ? { gateway: opts.models.task } : {}),
     },
     link,
     limits.memoryMb,

@@ -6,7 +6,7 @@
 import type { Limits, Termination, ToolResult } from '../types.js';
 
 export interface FiredLimit {
-  termination: Extract<Termination, 'timeout' | 'tool_call_limit' | 'cancelled'>;
+  termination: Extract<Termination, 'timeout' | 'tool_call_limit' | 'model_limit' | 'cancelled'>;
   /** The limit's name as in run.json `limits` (or `cancel`). */
   limit: string;
   reason: string;

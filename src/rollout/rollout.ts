@@ -4,7 +4,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { randomInt } from 'node:crypto';
 import { newId } from '../ids.js';
 import { thisProcess } from '../owner.js';
@@ -24,6 +24,11 @@ import { bindTools } from './tools.js';
 import { Trace, round } from './trace.js';
 import { diagnose } from '../inspect/diagnose.js';
 import { outDirAccess } from '../out-dir.js';
+import type { Gateway, GatewayGrant } from '../gateway/gateway.js';
+import { sharedGateway } from '../gateway/shared.js';
+import { checkProviders, variableNames, type Provider } from '../gateway/providers.js';
+import type { CacheMode } from '../gateway/cache.js';
+import { ModelLog } from '../gateway/record.js';
 
 /** Options of one rollout. */
 export interface RolloutOptions {
@@ -43,6 +48,18 @@ export interface RolloutOptions {
   env?: Record<string, string>;
   /** Handed to the agent as `options` (JSON). For built-in agents: `maxTurns`, `maxTokens`. */
   agentOptions?: AgentOptions;
+  /**
+   * Providers the agent reaches through the model gateway (`--provider`): its worker gets
+   * OPENAI_BASE_URL / OPENAI_API_KEY (or the Anthropic pair) naming the gateway and a token valid
+   * while the rollout runs, never the host's key. A built-in agent gets its own provider.
+   */
+  providers?: Provider[];
+  /** The gateway to use; by default a process-wide one with the upstreams of this process's environment. */
+  gateway?: Gateway;
+  /** Without `gateway`: store and replay model responses in this folder (see ModelCache). */
+  modelCache?: string;
+  /** `read`, `write` or `readwrite` (default). */
+  modelCacheMode?: CacheMode;
   /**
    * Drives steps 4–6 instead of an agent module in a worker (`silo serve` lets an MCP client act).
    * With it, `agent` is only a label for run.json.
@@ -77,6 +94,11 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   const { task } = options;
   const agent = options.drive ? null : resolveAgent(options.agent, options.agentOptions);
   const env = checkEnv(options.env);
+  const providers = options.drive ? [] : grantedProviders(options.agent, options.providers ?? [], env);
+  const gateway =
+    providers.length === 0
+      ? null
+      : (options.gateway ?? sharedGateway(options.modelCache === undefined ? undefined : { dir: options.modelCache, ...(options.modelCacheMode ? { mode: options.modelCacheMode } : {}) }));
   const limits = resolveLimits(task.limits, options.limits);
   const seed = resolveSeed(options.seed, () => randomInt(0, 2 ** 32));
   const strict = options.strict === true || task.strict === true;
@@ -115,6 +137,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     worldHash: null,
     owner: thisProcess(),
     ...(strict ? { strict: true as const } : {}),
+    ...(providers.length > 0 ? { providers } : {}),
   };
   // A folder that cannot be written (read-only, another user's) is a set-up error naming --out.
   await outDirAccess(outRoot, () => artifacts.create(record));
@@ -132,6 +155,9 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   const worldStart = performance.now();
   let worldAt: number | undefined;
   let agentAt: number | undefined;
+  // The agent's model calls, when it was granted a provider: trace events and models.jsonl.
+  const models = gateway ? new ModelLog(trace, join(artifacts.dir, 'models.jsonl')) : null;
+  let grant: GatewayGrant | undefined;
   try {
     // 1–2. A fresh world and its snapshot.
     world = await buildWorld(task.environment, seed);
@@ -139,12 +165,27 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     record.worldHash = world.worldHash;
     // 3. Tools bound to the live world.
     const toolbox = bindTools(task.environment, world.view, world.ctx, world.tracker);
-    // 4–6. The agent, in a worker of its own; its output.
+    // 4–6. The agent, in a worker of its own; its output. Its gateway token lives as long as this phase.
+    if (gateway && models) {
+      grant = await gateway.open({
+        providers,
+        limits: { maxModelRequests: limits.maxModelRequests, maxTokens: limits.maxTokens },
+        log: models,
+        taskId: task.id,
+        trial: options.trial ?? null,
+      });
+    }
+    const session = grant && { session: grant.session, task: { port: grant.port, env: grant.env } };
     const drive: AgentDriver =
       options.drive ??
       ((o) =>
-        runAgent({ ...o, pool: pool!, agentPath: agent!.path, agentOptions: agent!.options, env, guard, prepared: options.preparedAgents }));
-    phase = await drive({ instruction: task.instruction, toolbox, limits, trace, signal: options.signal });
+        runAgent({ ...o, pool: pool!, agentPath: agent!.path, agentOptions: agent!.options, env, guard, prepared: options.preparedAgents, models: session }));
+    try {
+      phase = await drive({ instruction: task.instruction, toolbox, limits, trace, signal: options.signal });
+    } finally {
+      // The token ends with the agent's part; requests still in flight are aborted and recorded.
+      await grant?.session.close();
+    }
     agentAt = performance.now();
     if (phase.termination !== 'load_error' && phase.termination !== 'cancelled') {
       // 7. The diff. 8. The grade (also after a timeout or crash: the world as the agent left it).
@@ -184,6 +225,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   const checks = graded?.checks ?? [];
   const output = phase?.output ?? null;
 
+  const usage = gatewayUsage(models, grant);
   trace.add({ type: 'run_finished', status, termination, score });
   const finished = new Date();
   const durationMs = round(performance.now() - t0);
@@ -197,7 +239,8 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     toolCalls: phase?.toolCalls ?? 0,
     refusedCalls: phase?.refusedCalls ?? 0,
     ...(world ? { tracking: world.tracking } : {}),
-    ...(phase?.usage ? { usage: phase.usage } : {}),
+    ...(usage ? { usage } : {}),
+    ...(phase?.usage ? { reportedUsage: phase.usage } : {}),
     ...(phase?.isolation ? { isolation: phase.isolation } : {}),
   });
   if (phase && worldAt !== undefined && agentAt !== undefined) {
@@ -220,7 +263,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     ...(error ? { error } : {}),
   };
   // These three are independent; run.json waits for all of them.
-  await Promise.all([trace.close(), artifacts.writeDiff(changes), artifacts.writeResult(result)]);
+  await Promise.all([trace.close(), models?.close(), artifacts.writeDiff(changes), artifacts.writeResult(result)]);
   // run.json last: once it leaves "running", every other file is complete.
   await artifacts.writeRun(record);
 
@@ -237,7 +280,38 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     ...(error ? { error } : {}),
     durationMs,
     toolCalls: record.toolCalls,
+    ...(usage ? { usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, requests: usage.requests } } : {}),
   };
+}
+
+/** run.json `usage`: what the gateway measured, when the agent was granted a provider. */
+function gatewayUsage(models: ModelLog | null, grant: GatewayGrant | undefined): RunRecord['usage'] {
+  if (!models) return undefined;
+  const u = models.usage('agent');
+  const refused = grant?.session.refused ?? 0;
+  return {
+    inputTokens: u?.inputTokens ?? 0,
+    outputTokens: u?.outputTokens ?? 0,
+    requests: u?.requests ?? 0,
+    source: 'gateway',
+    ...(u?.cachedRequests ? { cachedRequests: u.cachedRequests } : {}),
+    ...(refused > 0 ? { refusedRequests: refused } : {}),
+  };
+}
+
+/**
+ * The providers an agent is granted: those asked for, and a built-in agent's own. The variables
+ * the gateway sets must not also come from `env` (a raw key would sit next to the token).
+ */
+function grantedProviders(agent: string, asked: readonly Provider[], env: Record<string, string>): Provider[] {
+  const builtin = parseBuiltinAgent(agent);
+  const providers = checkProviders([...asked, ...(builtin ? [builtin.provider] : [])]);
+  for (const name of variableNames(providers)) {
+    if (name in env) {
+      throw new SiloError('SILO_USAGE', `env ${name} would sit next to the gateway's (the agent is granted ${providers.join(', ')}); drop it: the agent gets the gateway's URL and a token instead`);
+    }
+  }
+  return providers;
 }
 
 /** The module to run and the options to hand it; a built-in agent gets its model as `model`. */

@@ -1,12 +1,13 @@
 /**
- * Model usage as an agent reports it (reportUsage), added up for run.json `usage`. The agent is
+ * Model usage as an agent reports it (reportUsage), added up for run.json `reportedUsage` (kept
+ * apart from `usage`, which the gateway measures). The agent is
  * untrusted: a report counts only if every number is a non-negative integer within
  * USAGE_MAX_PER_REPORT; totals stop at USAGE_MAX_TOTAL.
  */
 import { USAGE_MAX_PER_REPORT, USAGE_MAX_TOTAL } from '../options.js';
-import type { RunRecord } from '../types.js';
+import type { UsageTotals } from '../types.js';
 
-export type Usage = NonNullable<RunRecord['usage']>;
+export type Usage = UsageTotals;
 
 export class UsageTally {
   #total: Usage | undefined;

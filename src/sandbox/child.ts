@@ -11,6 +11,7 @@ import { MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
 import { FrameReader, FrameWriter, KEY_BYTES, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
 import type { HostMessage } from '../protocol.js';
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
+import { SandboxRelay } from './relay.js';
 
 // No diagnostic reports from this process, whatever an agent provokes (a fatal error, a signal):
 // they would be files written where no agent may write. (Workers cannot change this; see
@@ -55,6 +56,9 @@ const send = (msg: FromSandbox): void => {
   else writer?.message(msg);
 };
 
+/** The model gateway relayed into this namespace, for rollouts run without network. */
+const gatewayRelay = new SandboxRelay(send);
+
 // SIGUSR1 would open the inspector on this process's main thread, which has no permission
 // model: any agent could signal it and take the sandbox over. A listener keeps it closed.
 process.on('SIGUSR1', () => {});
@@ -81,13 +85,27 @@ function receive(frame: Incoming): void {
   const msg = frame.message as ToSandbox;
   if (msg.t === 'run') start(msg);
   else if (msg.t === 'ping') send({ t: 'pong' });
+  else if (msg.t === 'net') gatewayRelay.receive(msg);
   else if (msg.t === 'terminate') runs.get(msg.id)?.terminate.abort('the grace period is over');
 }
 
-function start({ id, task, memoryMb, env, readable }: Extract<ToSandbox, { t: 'run' }>): void {
-  const link = new PortLink();
-  const terminate = new AbortController();
-  runs.set(id, { link, terminate });
+function start(msg: Extract<ToSandbox, { t: 'run' }>): void {
+  // Known at once, so that what comes for it meanwhile (an abort, a terminate) is not dropped.
+  const entry = { link: new PortLink(), terminate: new AbortController() };
+  runs.set(msg.id, entry);
+  if (msg.relay === undefined) return run(msg, entry);
+  // The agent starts once the gateway is reachable in here; without it, the rollout ends saying why.
+  gatewayRelay.listen(msg.relay).then(
+    () => run(msg, entry),
+    (err: unknown) => {
+      runs.delete(msg.id);
+      entry.link.host.close();
+      send({ t: 'exit', id: msg.id, exit: { kind: 'exited', message: `the sandbox could not relay the model gateway: ${err instanceof Error ? err.message : String(err)}`.slice(0, EXIT_MESSAGE_CHARS) } });
+    },
+  );
+}
+
+function run({ id, task, memoryMb, env, readable }: Extract<ToSandbox, { t: 'run' }>, { link, terminate }: { link: PortLink; terminate: AbortController }): void {
   // Worker messages are JSON text: anything else (shared memory, objects structured clone would
   // refuse on the way to the host) is dropped here, as are messages over the host's size cap and
   // everything past the rollout's relay budget, so no agent can stall or crash the sandbox.

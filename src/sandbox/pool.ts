@@ -30,6 +30,7 @@ import type { WorkerTask } from '../protocol.js';
 import { launch, mountKey, SANDBOX_CHOICES, unavailable, type SandboxChoice, type SandboxLevel } from './jail.js';
 import { FrameReader, FrameWriter, newKey, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
+import { HostRelay } from './relay.js';
 
 const CHILD_ENTRY = join(PACKAGE_ROOT, 'dist', 'src', 'sandbox', 'child.js');
 /** The tail of the sandbox's stderr kept to say why it died, characters. */
@@ -85,6 +86,8 @@ interface Sandbox {
   waiting: number;
   /** When a rollout last asked for it (for ending the least recently used). */
   usedAt: number;
+  /** Its connections to the model gateway, without network (relay.ts). */
+  relay: HostRelay;
   /** Why the host ended it, when it did (bytes on the link that did not open). */
   ended?: string;
 }
@@ -169,7 +172,9 @@ export class SandboxPool implements AgentRunner {
         this.#finish(id, { kind: 'exited', message: 'the sandbox process died before the rollout reached it' });
         return;
       }
-      this.#send(child, { t: 'run', id, task, memoryMb, env: { ...env }, readable: [...readable] });
+      // Without network, the sandbox relays the model gateway into its namespace first.
+      const relay = this.#options.noNetwork && task.gateway ? { relay: task.gateway.port } : {};
+      this.#send(child, { t: 'run', id, task, memoryMb, env: { ...env }, readable: [...readable], ...relay });
       // Only now what is for the worker (an abort sent while the sandbox started, say), and a
       // terminate: before its 'run', the sandbox would not know the rollout and drop them.
       link.connect((m) => this.#links.get(child)?.writer.toWorker(id, m));
@@ -313,7 +318,8 @@ export class SandboxPool implements AgentRunner {
     const key32 = newKey();
     // The key goes first, before the sandbox runs any agent that could read it.
     socket.write(key32);
-    const sandbox: Sandbox = { child, writer: new FrameWriter(socket, key32, TO_SANDBOX), key, ready: Promise.resolve(), waiting: 0, usedAt: performance.now() };
+    const writer = new FrameWriter(socket, key32, TO_SANDBOX);
+    const sandbox: Sandbox = { child, writer, key, ready: Promise.resolve(), waiting: 0, usedAt: performance.now(), relay: new HostRelay((m) => writer.message(m)) };
     this.#links.set(child, sandbox);
     this.#sandboxes.set(key, sandbox);
     this.#started++;
@@ -369,6 +375,7 @@ export class SandboxPool implements AgentRunner {
     ping.unref();
     child.on('exit', (code, signal) => {
       clearInterval(ping);
+      sandbox.relay.close();
       if (hostCwd) rmSync(cwd, { recursive: true, force: true });
       this.#died(child, signal ?? `exit code ${code}`);
     });
@@ -411,6 +418,7 @@ export class SandboxPool implements AgentRunner {
   }
 
   #fromChild(child: ChildProcess, msg: FromSandbox): void {
+    if (msg.t === 'net') return this.#links.get(child)?.relay.receive(msg);
     // A rollout id is only good from the sandbox that runs it.
     const run = 'id' in msg ? this.#runs.get(msg.id) : undefined;
     if (!run || run.child !== child) return;

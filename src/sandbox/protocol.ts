@@ -5,6 +5,7 @@
  */
 import type { WorkerExit } from '../pool/pool.js';
 import type { WorkerTask } from '../protocol.js';
+import type { NetMessage } from './relay.js';
 
 /** What the host asks of the sandbox. */
 export type ToSandbox =
@@ -15,6 +16,8 @@ export type ToSandbox =
       memoryMb: number;
       env: Record<string, string>;
       readable: string[];
+      /** The gateway port to relay into the sandbox's network namespace before the agent starts (`--no-network`). */
+      relay?: number;
     }
   /** A message for the rollout's worker (a tool result, an abort). */
   | { t: 'to'; id: number; m: unknown }
@@ -24,7 +27,9 @@ export type ToSandbox =
    * Sent every second while rollouts run: a frame an agent took is missed at the next one, and a
    * sandbox that stops answering (its link blocked or read by an agent) is ended.
    */
-  | { t: 'ping' };
+  | { t: 'ping' }
+  /** A relayed connection to the model gateway (relay.ts). */
+  | NetMessage;
 
 /** What the sandbox tells the host. */
 export type FromSandbox =
@@ -34,7 +39,9 @@ export type FromSandbox =
   /** A message from the rollout's worker (JSON text), in the order it was sent. */
   | { t: 'from'; id: number; m: unknown }
   /** The rollout's worker is gone; every `from` of it came before. */
-  | { t: 'exit'; id: number; exit: WorkerExit };
+  | { t: 'exit'; id: number; exit: WorkerExit }
+  /** A relayed connection to the model gateway (relay.ts). */
+  | NetMessage;
 
 /** Options the sandbox's own worker pool is made with (its first argument, as JSON). */
 export interface SandboxPoolOptions {

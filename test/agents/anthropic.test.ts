@@ -1,13 +1,15 @@
 /**
- * The built-in `anthropic:<model>` agent against a scripted Messages server on 127.0.0.1: the
- * real SDK, real HTTP, a multi-step helpdesk task with an invalid call the model corrects,
- * parallel tool_use blocks, and an overloaded (529) response retried after a backoff.
+ * The built-in `anthropic:<model>` agent against a scripted Messages server on 127.0.0.1, through
+ * the model gateway: the real SDK, real HTTP, a multi-step helpdesk task with an invalid call the
+ * model corrects, parallel tool_use blocks, and an overloaded (529) response the gateway retries
+ * after a backoff.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadTasks, runRollout, type Task } from '../../src/index.js';
 import { toolSchemas } from '../../src/rollout/tools.js';
 import { eventsOf, readRunFiles, tempDir } from '../helpers.js';
 import { anthropicReply, errorReply, scriptedServer, type RecordedRequest } from './model-server.js';
+import { gatewayFor } from '../gateway/helpers.js';
 
 const out = tempDir('silo-anthropic-');
 afterAll(() => out.remove());
@@ -30,11 +32,11 @@ function toolResults(req: RecordedRequest): ToolResultBlock[] {
 }
 
 describe('--agent anthropic:<model>', () => {
-  it('drives a helpdesk task to a pass: an invalid call corrected, parallel tool_use, a 529 retried, usage in run.json', async () => {
+  it('drives a helpdesk task to a pass: an invalid call corrected, parallel tool_use, a 529 retried by the gateway, usage in run.json', async () => {
     const server = await scriptedServer([
       // Turn 1: a parameter that does not exist.
       () => anthropicReply({ toolUses: [{ id: 'tu1', name: 'update_ticket', input: { ticket_id: 't7', assignee: 'jordan' } }], usage: { input: 50, output: 5 } }),
-      // Turn 2, first try: overloaded, no retry-after: the agent backs off on its own.
+      // Turn 2, first try: overloaded, no retry-after: the gateway backs off on its own.
       () => errorReply(529),
       // Turn 2, retried: text and two tool uses in one response.
       () =>
@@ -54,13 +56,10 @@ describe('--agent anthropic:<model>', () => {
       },
       () => anthropicReply({ text: 'Assigned t7 to Jordan Okafor.', usage: { input: 80, output: 8 } }),
     ]);
+    // The gateway's default backoff: 500 ms, doubling.
+    const gateway = gatewayFor(server, { backoffMs: 500 });
     try {
-      const r = await runRollout({
-        task: task('assign-by-email'),
-        agent: 'anthropic:test-model',
-        env: { ANTHROPIC_BASE_URL: server.origin, ANTHROPIC_API_KEY: 'ak-test' },
-        outDir: out.dir,
-      });
+      const r = await runRollout({ task: task('assign-by-email'), agent: 'anthropic:test-model', gateway, outDir: out.dir });
       expect(r.status, JSON.stringify(r)).toBe('passed');
       expect(r.output).toBe('Assigned t7 to Jordan Okafor.');
       expect(server.unexpected).toEqual([]);
@@ -68,8 +67,9 @@ describe('--agent anthropic:<model>', () => {
       const [first, second, retried, third, fourth] = server.requests;
       expect(server.requests).toHaveLength(5);
       expect(first!.path).toBe('/v1/messages');
-      // This SDK version sends the key as a bearer token.
-      expect(first!.headers.authorization).toBe('Bearer ak-test');
+      // The host's key, as Anthropic takes it; nothing of the agent's token.
+      expect(first!.headers['x-api-key']).toBe('ak-real');
+      expect(first!.headers.authorization).toBeUndefined();
       expect(first!.headers['anthropic-version']).toEqual(expect.any(String));
       expect(first!.body).toMatchObject({ model: 'test-model', max_tokens: 4096, system: expect.stringContaining('simulated environment') });
       expect(first!.body.messages).toEqual([{ role: 'user', content: task('assign-by-email').instruction }]);
@@ -90,47 +90,44 @@ describe('--agent anthropic:<model>', () => {
       expect(JSON.parse(toolResults(fourth!)[0]!.content)).toMatchObject({ id: 't7', assigneeId: expect.any(String) });
 
       const files = readRunFiles(r.runDir);
-      expect(files.run.usage).toEqual({ inputTokens: 260, outputTokens: 26, requests: 4 });
+      expect(files.run.usage).toEqual({ inputTokens: 260, outputTokens: 26, requests: 4, source: 'gateway' });
       expect(eventsOf(files.trace, 'tool_call').map((c) => c.name)).toEqual(['update_ticket', 'search_users', 'get_ticket', 'update_ticket']);
       const results = eventsOf(files.trace, 'tool_result');
       expect(results[0]).toMatchObject({ ok: false, error: { code: 'invalid_input' } });
-      const logs = eventsOf(files.trace, 'agent_log');
-      const retry = logs.find((l) => l.message.includes('retry'));
-      expect(retry?.message).toMatch(/^model request failed \(529\); retry 1 of 4 in \d+ ms$/);
-      const waitMs = (retry!.data as { waitMs: number }).waitMs;
-      // Exponential backoff from 500 ms, with jitter of ±25%.
-      expect(waitMs).toBeGreaterThanOrEqual(375);
-      expect(waitMs).toBeLessThanOrEqual(625);
-      expect(logs.filter((l) => l.message.startsWith('model call')).map((l) => (l.data as { stopReason: string }).stopReason)).toEqual([
-        'tool_use',
-        'tool_use',
-        'tool_use',
-        'end_turn',
+      const calls = eventsOf(files.trace, 'model_call');
+      expect(calls.map((c) => [c.endpoint, c.status, c.retries ?? 0])).toEqual([
+        ['messages', 200, 0],
+        ['messages', 200, 1],
+        ['messages', 200, 0],
+        ['messages', 200, 0],
       ]);
+      // Exponential backoff from 500 ms, with jitter of ±25%: the wait is the call's queuedMs.
+      expect(calls[1]!.queuedMs).toBeGreaterThanOrEqual(375);
+      expect(calls[1]!.queuedMs).toBeLessThanOrEqual(700);
+      expect(files.models.map((m) => m.response.stop_reason)).toEqual(['tool_use', 'tool_use', 'tool_use', 'end_turn']);
     } finally {
+      await gateway.close();
       await server.close();
     }
   });
 
-  it('gives up after the retries when the server keeps failing, and says so in the trace', async () => {
-    // The server asks for 1 ms waits (retry-after-ms), which the agent honours.
+  it('gives up after the gateway’s retries when the server keeps failing, and says so in the trace', async () => {
+    // The server asks for 1 ms waits (retry-after-ms), which the gateway honours (its default backoff is 500 ms).
     const server = await scriptedServer(Array.from({ length: 5 }, () => () => errorReply(500, { 'retry-after-ms': '1' })));
+    const gateway = gatewayFor(server, { backoffMs: 500 });
     try {
-      const r = await runRollout({
-        task: task('close-ticket'),
-        agent: 'anthropic:test-model',
-        env: { ANTHROPIC_BASE_URL: server.origin },
-        outDir: out.dir,
-      });
+      const r = await runRollout({ task: task('close-ticket'), agent: 'anthropic:test-model', gateway, outDir: out.dir });
       expect(r.termination).toBe('threw');
+      // One try and four retries; the agent's SDK, told not to, does not try again.
       expect(server.requests).toHaveLength(5);
       const files = readRunFiles(r.runDir);
-      const retries = eventsOf(files.trace, 'agent_log').filter((l) => l.message.includes('retry'));
-      expect(retries.map((l) => (l.data as { retry: number; waitMs: number }).retry)).toEqual([1, 2, 3, 4]);
-      expect(retries.every((l) => (l.data as { waitMs: number }).waitMs === 1)).toBe(true);
+      const [call] = eventsOf(files.trace, 'model_call');
+      expect(call).toMatchObject({ status: 500, retries: 4 });
+      expect(call!.queuedMs).toBeLessThan(300);
       expect(server.unexpected).toEqual([]);
       expect(eventsOf(files.trace, 'agent_threw')[0]!.error.message).toMatch(/500/);
     } finally {
+      await gateway.close();
       await server.close();
     }
   });

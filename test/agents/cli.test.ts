@@ -1,4 +1,7 @@
-/** The built-in agents through the built CLI: the shell's base URL and key reach the agent, --max-turns too. */
+/**
+ * The built-in agents and a module agent through the built CLI: the shell's base URL and key are
+ * the gateway's upstream (the agent gets a token), --max-turns and --provider too.
+ */
 import { afterAll, describe, expect, it } from 'vitest';
 import { readRunFiles, tempDir } from '../helpers.js';
 import { runSilo } from '../cli/silo.js';
@@ -8,7 +11,7 @@ const out = tempDir('silo-agents-cli-');
 afterAll(() => out.remove());
 
 describe('silo run --agent openai:<model>', () => {
-  it('hands the agent OPENAI_BASE_URL and OPENAI_API_KEY from the shell, and --max-turns', async () => {
+  it("sends the agent's requests to the shell's OPENAI_BASE_URL with its OPENAI_API_KEY, and --max-turns", async () => {
     const server = await scriptedServer([
       () => openaiReply({ toolCalls: [{ id: 'c1', name: 'update_ticket', args: { ticket_id: 't3', status: 'closed' } }], usage: { prompt: 12, completion: 3 } }),
       () => openaiReply({ toolCalls: [{ id: 'c2', name: 'get_ticket', args: { ticket_id: 't3' } }], usage: { prompt: 20, completion: 4 } }),
@@ -27,7 +30,7 @@ describe('silo run --agent openai:<model>', () => {
       expect(server.requests[0]!.body.model).toBe('my-model');
       const files = readRunFiles(row!.runDir);
       expect(files.run.agent).toBe('openai:my-model');
-      expect(files.run.usage).toEqual({ inputTokens: 32, outputTokens: 7, requests: 2 });
+      expect(files.run.usage).toEqual({ inputTokens: 32, outputTokens: 7, requests: 2, source: 'gateway' });
       expect(files.result.checks.find((c) => c.name === 't3 is closed')?.pass).toBe(true);
     } finally {
       await server.close();
@@ -43,14 +46,16 @@ describe('silo eval --agent anthropic:<model>', () => {
         ['eval', 'fixtures/helpdesk/tasks.ts', '--agent', 'anthropic:my-model', '--task', 'helpdesk/count-open-for-user', '--trials', '2', '--reporter', 'json', '--out', out.dir],
         { ANTHROPIC_BASE_URL: server.origin, ANTHROPIC_API_KEY: 'ak-test' },
       );
-      const summary = JSON.parse(r.stdout) as { agent: string; options: { env?: string[] }; totals: { runs: number } };
+      const summary = JSON.parse(r.stdout) as { agent: string; options: { env?: string[] }; totals: { runs: number; usage?: unknown }; tasks: { usage?: unknown }[] };
       expect(summary.agent).toBe('anthropic:my-model');
-      // The names, never the values.
-      expect(summary.options.env).toEqual(['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL']);
+      // The agent was handed no variable of the shell: the key stays in the gateway.
+      expect(summary.options.env).toBeUndefined();
       expect(r.stdout).not.toContain('ak-test');
       expect(summary.totals.runs).toBe(2);
+      expect(summary.totals.usage).toEqual({ inputTokens: 18, outputTokens: 2, requests: 2 });
+      expect(summary.tasks[0]!.usage).toEqual({ inputTokens: 18, outputTokens: 2, requests: 2 });
       expect(server.requests).toHaveLength(2);
-      expect(server.requests.every((q) => q.body.model === 'my-model')).toBe(true);
+      expect(server.requests.every((q) => q.body.model === 'my-model' && q.headers['x-api-key'] === 'ak-test')).toBe(true);
     } finally {
       await server.close();
     }
@@ -63,8 +68,11 @@ describe('--help', () => {
     expect(r.code).toBe(0);
     // Commander wraps help to the terminal width.
     expect(r.stdout).toMatch(/openai:<model>\s+or\s+anthropic:<model>/);
-    expect(r.stdout).toMatch(/-e, --env <name> +pass this variable from the shell into the\s+agent/);
-    expect(r.stdout).toMatch(/--max-turns <n> +model requests a built-in agent makes\s+before giving up/);
+    expect(r.stdout).toMatch(/-e, --env <name> +pass\s+this\s+variable\s+from\s+the\s+shell\s+into\s+the\s+agent\s+as\s+it\s+is/);
+    expect(r.stdout).toMatch(/--provider <name> +let the agent reach this provider's models\s+through\s+Silo's\s+gateway/);
+    expect(r.stdout).toMatch(/--max-model-requests <n>/);
+    expect(r.stdout).toMatch(/--model-cache <dir>/);
+    expect(r.stdout).toMatch(/--max-turns <n> +model\s+requests\s+a\s+built-in\s+agent\s+makes\s+before\s+giving\s+up/);
   });
 
   it('silo serve --help says what the client gets and how the rollout ends', async () => {

@@ -65,10 +65,9 @@ describe('agentEnv (what the CLI hands an agent)', () => {
     expect(agentEnv('agent.ts', ['MY_VAR', 'OPENAI_API_KEY'], host)).toEqual({ MY_VAR: 'mine', OPENAI_API_KEY: 'sk-1' });
   });
 
-  it("gives a built-in agent its protocol's base URL and key (when set), and the --env names", () => {
-    expect(agentEnv('openai:m', [], host)).toEqual({ OPENAI_BASE_URL: 'http://127.0.0.1:1/v1', OPENAI_API_KEY: 'sk-1' });
-    expect(agentEnv('anthropic:m', ['MY_VAR'], host)).toEqual({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:2', ANTHROPIC_API_KEY: 'ak-2', MY_VAR: 'mine' });
-    expect(agentEnv('openai:m', [], { OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' })).toEqual({ OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' });
+  it('gives a built-in agent none of the host variables (it reaches its model through the gateway), only the --env names', () => {
+    expect(agentEnv('openai:m', [], host)).toEqual({});
+    expect(agentEnv('anthropic:m', ['MY_VAR'], host)).toEqual({ MY_VAR: 'mine' });
   });
 
   it('refuses a name the shell does not have, or that is not a name, saying what to do', () => {

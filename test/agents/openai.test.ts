@@ -1,13 +1,15 @@
 /**
- * The built-in `openai:<model>` agent against a scripted Chat Completions server on 127.0.0.1: the
- * real SDK, real HTTP, a multi-step helpdesk task with a failed call the model corrects, parallel
- * tool calls, and a 429 that is retried.
+ * The built-in `openai:<model>` agent against a scripted Chat Completions server on 127.0.0.1,
+ * through the model gateway: the real SDK, real HTTP, a multi-step helpdesk task with a failed
+ * call the model corrects, parallel tool calls, and a 429 that the gateway retries.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadTasks, runRollout, type Task } from '../../src/index.js';
 import { toolSchemas } from '../../src/rollout/tools.js';
 import { eventsOf, readRunFiles, tempDir } from '../helpers.js';
 import { errorReply, openaiReply, scriptedServer, type RecordedRequest } from './model-server.js';
+import { gatewayFor } from '../gateway/helpers.js';
+import { Gateway } from '../../src/gateway/gateway.js';
 
 const out = tempDir('silo-openai-');
 afterAll(() => out.remove());
@@ -23,7 +25,7 @@ function toolMessage(req: RecordedRequest, callId: string): string {
 }
 
 describe('--agent openai:<model>', () => {
-  it('drives a helpdesk task to a pass: a failed call corrected, parallel calls, a 429 retried, usage in run.json', async () => {
+  it('drives a helpdesk task to a pass: a failed call corrected, parallel calls, a 429 retried by the gateway, usage in run.json', async () => {
     const server = await scriptedServer([
       // Turn 1: the natural first guess, which fails (there is no user "jordan").
       () => openaiReply({ toolCalls: [{ id: 'c1', name: 'update_ticket', args: { ticket_id: 't7', assignee_id: 'jordan' } }], usage: { prompt: 100, completion: 10 } }),
@@ -47,13 +49,10 @@ describe('--agent openai:<model>', () => {
       },
       () => openaiReply({ content: 'Assigned t7 to Jordan Okafor.', usage: { prompt: 400, completion: 40 } }),
     ]);
+    const gateway = gatewayFor(server);
     try {
-      const r = await runRollout({
-        task: task('assign-by-email'),
-        agent: 'openai:test-model',
-        env: { OPENAI_BASE_URL: `${server.origin}/v1`, OPENAI_API_KEY: 'sk-test' },
-        outDir: out.dir,
-      });
+      // No env: a built-in agent is granted its provider through the gateway.
+      const r = await runRollout({ task: task('assign-by-email'), agent: 'openai:test-model', gateway, outDir: out.dir });
       expect(r.status, JSON.stringify(r)).toBe('passed');
       expect(r.termination).toBe('returned');
       expect(r.output).toBe('Assigned t7 to Jordan Okafor.');
@@ -63,7 +62,7 @@ describe('--agent openai:<model>', () => {
       const [first, second, retried, third, fourth] = server.requests;
       expect(server.requests).toHaveLength(5);
       expect(first!.path).toBe('/v1/chat/completions');
-      expect(first!.headers.authorization).toBe('Bearer sk-test');
+      expect(first!.headers.authorization).toBe('Bearer sk-real');
       expect(first!.body.model).toBe('test-model');
       expect(first!.body.messages[0].role).toBe('system');
       expect(first!.body.messages[1]).toEqual({ role: 'user', content: task('assign-by-email').instruction });
@@ -84,23 +83,27 @@ describe('--agent openai:<model>', () => {
       // What the artifacts say.
       const files = readRunFiles(r.runDir);
       expect(files.run.agent).toBe('openai:test-model');
-      expect(files.run.usage).toEqual({ inputTokens: 1000, outputTokens: 100, requests: 4 });
+      expect(files.run.providers).toEqual(['openai']);
+      expect(files.run.usage).toEqual({ inputTokens: 1000, outputTokens: 100, requests: 4, source: 'gateway' });
+      expect(files.run).not.toHaveProperty('reportedUsage');
       const calls = eventsOf(files.trace, 'tool_call');
       expect(calls.map((c) => c.name)).toEqual(['update_ticket', 'search_users', 'get_ticket', 'update_ticket']);
       const results = eventsOf(files.trace, 'tool_result');
       expect(results.map((e) => e.ok)).toEqual([false, true, true, true]);
-      const logs = eventsOf(files.trace, 'agent_log');
-      const modelCalls = logs.filter((l) => l.message.startsWith('model call'));
+      const modelCalls = eventsOf(files.trace, 'model_call');
       expect(modelCalls).toHaveLength(4);
-      expect(modelCalls[0]!.data).toMatchObject({ model: 'scripted-model', turn: 1, latencyMs: expect.any(Number), usage: { inputTokens: 100, outputTokens: 10 } });
-      const retry = logs.find((l) => l.message.includes('retry'));
-      expect(retry?.message).toBe('model request failed (429); retry 1 of 4 in 10 ms');
-      expect(retry?.data).toMatchObject({ status: 429, waitMs: 10, retry: 1 });
-      // The wait sits between the failed call's result and the parallel calls.
-      expect(retry!.seq).toBeGreaterThan(results[0]!.seq);
-      expect(retry!.seq).toBeLessThan(calls[1]!.seq);
+      expect(modelCalls[0]).toMatchObject({ model: 'test-model', endpoint: 'chat/completions', status: 200, usage: { inputTokens: 100, outputTokens: 10 } });
+      // The gateway waited the 10 ms the server asked for and tried again: one call, one retry.
+      const again = modelCalls[1]!;
+      expect(again).toMatchObject({ status: 200, retries: 1, usage: { inputTokens: 200, outputTokens: 20 } });
+      expect(again.queuedMs).toBeGreaterThanOrEqual(9);
+      // It sits between the failed call's result and the parallel calls.
+      expect(again.seq).toBeGreaterThan(results[0]!.seq);
+      expect(again.seq).toBeLessThan(calls[1]!.seq);
+      expect(files.models).toHaveLength(4);
       expect(files.result.diagnosis.map((d) => d.code)).toContain('self_corrected');
     } finally {
+      await gateway.close();
       await server.close();
     }
   });
@@ -109,37 +112,37 @@ describe('--agent openai:<model>', () => {
     const server = await scriptedServer([
       () => openaiReply({ toolCalls: [{ id: 'c1', name: 'get_ticket', args: { ticket_id: 't3' } }], usage: { prompt: 5, completion: 1 } }),
     ]);
+    // A local server that takes no key: the host has none to send.
+    const gateway = new Gateway({ env: { OPENAI_BASE_URL: `${server.origin}/v1` } });
     try {
-      const r = await runRollout({
-        task: task('close-ticket'),
-        agent: 'openai:test-model',
-        agentOptions: { maxTurns: 1 },
-        env: { OPENAI_BASE_URL: `${server.origin}/v1` },
-        outDir: out.dir,
-      });
+      const r = await runRollout({ task: task('close-ticket'), agent: 'openai:test-model', agentOptions: { maxTurns: 1 }, gateway, outDir: out.dir });
       expect(r.termination).toBe('threw');
       expect(r.status).toBe('failed');
       expect(server.requests).toHaveLength(1);
       const files = readRunFiles(r.runDir);
       expect(eventsOf(files.trace, 'agent_threw')[0]!.error.message).toMatch(/no final answer after 1 model turns/);
-      expect(files.run.usage).toEqual({ inputTokens: 5, outputTokens: 1, requests: 1 });
-      // Without OPENAI_API_KEY the agent still works against a local server.
-      expect(server.requests[0]!.headers.authorization).toBe('Bearer not-set');
+      expect(files.run.usage).toEqual({ inputTokens: 5, outputTokens: 1, requests: 1, source: 'gateway' });
+      // Without OPENAI_API_KEY in the host, no key goes upstream (and never the agent's token).
+      expect(server.requests[0]!.headers.authorization).toBeUndefined();
     } finally {
+      await gateway.close();
       await server.close();
     }
   });
 
   it('does not retry a request the server refused (400): the agent throws with the server message', async () => {
     const server = await scriptedServer([() => ({ status: 400, body: { error: { message: 'model not found', type: 'invalid_request_error' } } })]);
+    const gateway = gatewayFor(server);
     try {
-      const r = await runRollout({ task: task('close-ticket'), agent: 'openai:nope', env: { OPENAI_BASE_URL: `${server.origin}/v1` }, outDir: out.dir });
+      const r = await runRollout({ task: task('close-ticket'), agent: 'openai:nope', gateway, outDir: out.dir });
       expect(r.termination).toBe('threw');
       expect(server.requests).toHaveLength(1);
       const files = readRunFiles(r.runDir);
       expect(eventsOf(files.trace, 'agent_threw')[0]!.error.message).toMatch(/400.*model not found/);
-      expect(files.run.usage).toBeUndefined();
+      expect(files.run.usage).toEqual({ inputTokens: 0, outputTokens: 0, requests: 1, source: 'gateway' });
+      expect(eventsOf(files.trace, 'model_call')).toEqual([expect.objectContaining({ status: 400 })]);
     } finally {
+      await gateway.close();
       await server.close();
     }
   });
@@ -153,16 +156,19 @@ describe('--agent openai:<model>', () => {
         return null;
       },
     ]);
+    const gateway = gatewayFor(server);
     try {
-      const r = await runRollout({ task: task('close-ticket'), agent: 'openai:slow-model', env: { OPENAI_BASE_URL: `${server.origin}/v1` }, signal: cancel.signal, outDir: out.dir });
+      const r = await runRollout({ task: task('close-ticket'), agent: 'openai:slow-model', gateway, signal: cancel.signal, outDir: out.dir });
       expect(r.termination).toBe('cancelled');
       expect(server.requests).toHaveLength(1);
       const files = readRunFiles(r.runDir);
       // The request was aborted and the agent threw within the grace period; had the signal not
       // reached the request, the agent would still be waiting when its worker was terminated.
       expect(eventsOf(files.trace, 'agent_threw')).toEqual([expect.objectContaining({ error: expect.objectContaining({ message: expect.stringMatching(/abort/i) }) })]);
-      expect(eventsOf(files.trace, 'agent_log').some((l) => l.message.includes('retry'))).toBe(false);
+      // The gateway saw the agent go and gave up the request upstream: recorded, not retried.
+      expect(eventsOf(files.trace, 'model_call')).toEqual([expect.objectContaining({ status: null, error: 'aborted: the agent closed the connection' })]);
     } finally {
+      await gateway.close();
       await server.close();
     }
   });

@@ -170,6 +170,14 @@ describe('Tally', () => {
     expect(totals.passRateCi95![1]).toBeGreaterThan(0.75);
   });
 
+  it('totals model tokens per task and overall, retried and errored runs included (they were paid for)', () => {
+    const usage = (n: number) => ({ usage: { inputTokens: 10 * n, outputTokens: n, requests: 1 } });
+    const tally = tallyOf(['a', 'b', 'c'], [line('a', 'passed', usage(1)), line('a', 'error', { ...usage(2), retried: true }), line('a', 'failed', usage(3)), line('b', 'passed', usage(4)), line('c', 'passed')]);
+    const { tasks, totals } = tally.stats(2);
+    expect(tasks.map((t) => t.usage)).toEqual([{ inputTokens: 60, outputTokens: 6, requests: 3 }, { inputTokens: 40, outputTokens: 4, requests: 1 }, undefined]);
+    expect(totals.usage).toEqual({ inputTokens: 100, outputTokens: 10, requests: 4 });
+  });
+
   it('gives null totals rates before any graded run', () => {
     const { totals } = new Tally(['t']).stats(1);
     expect(totals).toEqual({ runs: 0, passed: 0, failed: 0, errors: 0, retries: 0, suspicious: 0, passRate: null, passRateCi95: null });

@@ -7,7 +7,7 @@
  * Chromium is never downloaded: set SILO_CHROMIUM to use another binary. Without one the tests
  * are skipped with a message, except in CI (env CI set), where that is a failure.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -43,6 +43,7 @@ describe.skipIf(missing && !inCi)('the HTML report in Chromium', () => {
   let small: string;
   let large: string;
   let changed: string;
+  let conversed: string;
 
   beforeAll(async () => {
     if (missing) throw new Error(`CI needs Chromium at ${CHROMIUM} for the browser test of the HTML report: install it with \`apt-get install -y chromium\` (.ci/run does)`);
@@ -67,6 +68,17 @@ describe.skipIf(missing && !inCi)('the HTML report in Chromium', () => {
     const withChanges = join(tmp.dir, 'changes');
     writeFakeEval(withChanges, '01FAKEEVAL00000000000CHANGE', [{ taskId: 'desk/close', status: 'failed', trace, diff: changes }]);
     changed = (await writeReport({ outDir: withChanges })).file;
+    // One run with model calls through the gateway, its conversation in models.jsonl (a hostile answer included).
+    const modelTrace = [
+      { seq: 0, t: 0, type: 'run_started', taskId: 'desk/ask', agent: 'a', seed: 1 },
+      { seq: 1, t: 4, type: 'model_call', requestId: 1, provider: 'openai', endpoint: 'chat/completions', model: 'gpt-x', stream: false, status: 200, durationMs: 812, queuedMs: 0, usage: { inputTokens: 120, outputTokens: 9 } },
+      { seq: 2, t: 900, type: 'agent_returned', output: 'done' },
+    ] as TraceEvent[];
+    const withModels = join(tmp.dir, 'models');
+    const { runIds } = writeFakeEval(withModels, '01FAKEEVAL000000000000MODEL', [{ taskId: 'desk/ask', status: 'failed', trace: modelTrace }]);
+    const line = { requestId: 1, seq: 1, actor: 'agent', endpoint: 'chat/completions', status: 200, request: { messages: [{ role: 'user', content: 'Which tickets are open?' }] }, response: { choices: [{ message: { content: '<img src=x onerror=alert(1)> none' } }] } };
+    writeFileSync(join(withModels, 'runs', runIds[0]!, 'models.jsonl'), `${JSON.stringify(line)}\n`);
+    conversed = (await writeReport({ outDir: withModels })).file;
   }, 120_000);
 
   afterAll(async () => {
@@ -186,6 +198,17 @@ describe.skipIf(missing && !inCi)('the HTML report in Chromium', () => {
     await expect.poll(() => call.count()).toBe(1);
     expect(await call.locator('ul.changes').innerText()).toBe('~ tickets.t1.status: "open" → "closed"');
     expect(await page.locator('#run-detail > ul.changes').innerText()).toBe('~ tickets.t1.status: "open" → "closed"');
+    expect(trouble).toEqual({ errors: [], requests: [], dialogs: [] });
+    await page.close();
+  });
+
+  it('shows a run’s model calls in the timeline and its conversation, as text', async () => {
+    const { page, trouble } = await open(conversed);
+    await page.locator('#runs tbody tr').first().click();
+    await page.waitForSelector('#conversation');
+    expect(await page.locator('#timeline tr.event-model').innerText()).toContain('model gpt-x · openai chat/completions #1 · HTTP 200 · 120 in / 9 out · 812 ms');
+    expect(await page.locator('#conversation').innerText()).toMatch(/user\s+Which tickets are open\?\s+model #1\s+<img src=x onerror=alert\(1\)> none/);
+    expect(await page.locator('#run-detail img').count()).toBe(0);
     expect(trouble).toEqual({ errors: [], requests: [], dialogs: [] });
     await page.close();
   });

@@ -197,6 +197,36 @@ describe('changeView', () => {
   });
 });
 
+describe('model calls in the detail', () => {
+  it('puts each model call in the timeline, the gateway usage in the header, and the conversation from models.jsonl', () => {
+    const trace: TraceEvent[] = [
+      { seq: 0, t: 0, type: 'run_started', taskId: 'demo/task', agent: 'agent.mjs', seed: 3 },
+      { seq: 1, t: 2, type: 'model_call', requestId: 1, provider: 'anthropic', endpoint: 'messages', model: 'claude-x', stream: true, status: 200, durationMs: 812.4, queuedMs: 40, usage: { inputTokens: 90, outputTokens: 7 }, retries: 1 },
+      { seq: 2, t: 900, type: 'model_call', requestId: 2, provider: 'anthropic', endpoint: 'messages', model: 'claude-x', stream: false, status: 403, durationMs: 0, queuedMs: 0, usage: { inputTokens: 0, outputTokens: 0 }, error: 'model request refused: budget' },
+    ];
+    const run = loaded(trace, {
+      models: [
+        { requestId: 1, endpoint: 'messages', status: 200, request: { messages: [{ role: 'user', content: 'Count.' }] }, response: { content: [{ type: 'text', text: 'x'.repeat(500) }] } },
+      ],
+    });
+    run.run.usage = { inputTokens: 90, outputTokens: 7, requests: 1, source: 'gateway', refusedRequests: 1 };
+    run.run.reportedUsage = { inputTokens: 1, outputTokens: 1, requests: 1 };
+    const detail = runDetail(run, CAPS);
+    const models = detail.timeline.filter((e): e is EventView => e.kind === 'model');
+    expect(models.map((e) => e.text)).toEqual([
+      'model claude-x · anthropic messages #1 · HTTP 200 · 90 in / 7 out · 812 ms (queued 40 ms) · stream · 1 retries',
+      'model claude-x · anthropic messages #2 · HTTP 403 · 0 in / 0 out · 0 ms · model request refused: budget',
+    ]);
+    expect(detail.usage).toEqual({ inputTokens: 90, outputTokens: 7, requests: 1 });
+    expect(detail.reportedUsage).toEqual({ inputTokens: 1, outputTokens: 1, requests: 1 });
+    expect(detail.conversation).toEqual([
+      { role: 'user', text: 'Count.', requestId: 1 },
+      { role: 'assistant', text: clip('x'.repeat(500), 200), requestId: 1 },
+    ]);
+    expect(runDetail(loaded(trace), CAPS).conversation).toBeUndefined();
+  });
+});
+
 describe('clip', () => {
   it('leaves short text alone and never cuts a surrogate pair in two', () => {
     expect(clip('short', 10)).toBe('short');

@@ -63,11 +63,60 @@ describe('formatRun', () => {
     expect(text).toContain('… 4 more changes (all in state-diff.json)');
   });
 
-  it('shows the model usage an agent reported, and no usage line without it', () => {
+  it('shows the usage the gateway measured and, apart, what the agent reported; no usage line without them', () => {
     const loaded = runningRun();
     expect(formatRun(loaded, plain)).not.toMatch(/^model /m);
-    loaded.run.usage = { inputTokens: 1200, outputTokens: 80, requests: 3 };
-    expect(formatRun(loaded, plain)).toMatch(/^model {7}3 requests · 1200 input tokens · 80 output tokens$/m);
+    loaded.run.usage = { inputTokens: 1200, outputTokens: 80, requests: 3, source: 'gateway', cachedRequests: 1 };
+    loaded.run.reportedUsage = { inputTokens: 5, outputTokens: 1, requests: 1 };
+    const text = formatRun(loaded, plain);
+    expect(text).toMatch(/^model {7}3 requests \(1 from the cache\) · 1200 input tokens · 80 output tokens \(measured by the gateway\)$/m);
+    expect(text).toMatch(/^reported {4}1 request · 5 input tokens · 1 output tokens \(what the agent says, with reportUsage\)$/m);
+  });
+
+  it('shows each model call in the timeline and the conversation from models.jsonl', () => {
+    const loaded = runningRun();
+    loaded.trace.push(
+      { seq: 1, t: 3, type: 'model_call', requestId: 1, provider: 'openai', endpoint: 'chat/completions', model: 'gpt-x', stream: false, status: 200, durationMs: 340, queuedMs: 12, usage: { inputTokens: 120, outputTokens: 12 } },
+      { seq: 2, t: 400, type: 'tool_call', callId: 1, name: 'close_ticket', input: { ticket_id: 't3' } },
+      { seq: 3, t: 401, type: 'tool_result', callId: 1, durationMs: 1, ok: true, value: 'closed' },
+      { seq: 4, t: 402, type: 'model_call', requestId: 2, provider: 'openai', endpoint: 'chat/completions', model: 'gpt-x', stream: true, status: 200, durationMs: 5, queuedMs: 0, usage: { inputTokens: 150, outputTokens: 3 }, cached: true },
+    );
+    loaded.models = [
+      {
+        requestId: 1,
+        endpoint: 'chat/completions',
+        status: 200,
+        request: { model: 'gpt-x', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Close t3.' }] },
+        response: { choices: [{ message: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'close_ticket', arguments: '{"ticket_id":"t3"}' } }] } }] },
+      },
+      {
+        requestId: 2,
+        endpoint: 'chat/completions',
+        status: 200,
+        stream: true,
+        request: {
+          model: 'gpt-x',
+          messages: [
+            { role: 'system', content: 'Be brief.' },
+            { role: 'user', content: 'Close t3.' },
+            { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'close_ticket', arguments: '{"ticket_id":"t3"}' } }] },
+            { role: 'tool', tool_call_id: 'c1', content: 'closed' },
+          ],
+        },
+        response: 'data: {"choices":[{"delta":{"content":"Clo"}}]}\n\ndata: {"choices":[{"delta":{"content":"sed."}}]}\n\ndata: [DONE]\n\n',
+      },
+    ];
+    const text = formatRun(loaded, plain);
+    expect(text).toMatch(/ +3ms {2}model gpt-x openai chat\/completions #1 → 200 120 in \/ 12 out · 340ms \(queued 12ms\)\n/);
+    expect(text).toMatch(/model gpt-x openai chat\/completions #2 → 200 150 in \/ 3 out · 5ms · stream · cached/);
+    const conversation = text.slice(text.indexOf('Conversation'));
+    expect(conversation.split('\n').slice(1, 6)).toEqual([
+      '  [system] Be brief.',
+      '  [user] Close t3.',
+      '  [model #1] → close_ticket({"ticket_id":"t3"})',
+      '  [tool] closed',
+      '  [model #2] Closed.',
+    ]);
   });
 
   /** A finished run: 690 ms in all, of which the agent ran 13 ms. */

@@ -2,7 +2,7 @@
  * The queue's small pieces: Redis URLs, job ids, paths relative to a root (and jobs that try to
  * leave it), and artifacts packed for the trip back, under and over the cap.
  */
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { artifactBytes, lostRun, packRun, writeRunFiles } from '../../src/queue/artifacts.js';
@@ -76,6 +76,16 @@ describe('packRun', () => {
     const out = join(tmp.dir, 'coordinator');
     const dir = writeRunFiles(out, run.runId, packed.files);
     expect(readdirSync(dir).sort()).toEqual(['result.json', 'run.json', 'state-diff.json', 'trace.jsonl']);
+  });
+
+  it('carries models.jsonl with the other files when the run has one', () => {
+    const run = runFolder('with-models', 100);
+    writeFileSync(join(run.runDir, 'models.jsonl'), '{"requestId":1}\n');
+    const packed = packRun(run, 10_000, join(tmp.dir, 'keep'));
+    expect(packed.files['models.jsonl']).toBe('{"requestId":1}\n');
+    const dir = writeRunFiles(join(tmp.dir, 'coordinator-models'), run.runId, packed.files);
+    expect(readdirSync(dir).sort()).toEqual(['models.jsonl', 'result.json', 'run.json', 'state-diff.json', 'trace.jsonl']);
+    expect(readFileSync(join(dir, 'models.jsonl'), 'utf8')).toBe('{"requestId":1}\n');
   });
 
   it('keeps a run over the cap on the worker and sends an error that says where it is and how it was graded', () => {

@@ -39,19 +39,22 @@ describe('UsageTally', () => {
 });
 
 describe('usage reported by an agent', () => {
-  it('reaches run.json only from honest reports; forged ones are dropped with a note each', async () => {
+  it('reaches run.json reportedUsage only from honest reports, never usage; forged ones are dropped with a note each', async () => {
     const world = testWorld();
     const r = await runRollout({ task: world.task, agent: 'fixtures/agents/hostile/forges-usage.ts', outDir: out.dir });
     expect(r.output).toBe('done');
     const files = readRunFiles(r.runDir);
-    expect(files.run.usage).toEqual({ inputTokens: 13, outputTokens: 6, requests: 3 });
+    expect(files.run.reportedUsage).toEqual({ inputTokens: 13, outputTokens: 6, requests: 3 });
+    // usage is what the gateway measures; an agent's word never becomes it.
+    expect(files.run).not.toHaveProperty('usage');
     const notes = eventsOf(files.trace, 'agent_log').filter((e) => e.message.startsWith('silo: dropped a usage report'));
     expect(notes).toHaveLength(6);
   });
 
-  it('leaves usage out of run.json when the agent reports none', async () => {
+  it('leaves usage and reportedUsage out of run.json when the agent reports none and has no provider', async () => {
     const world = testWorld();
     const r = await runRollout({ task: world.task, agent: 'fixtures/agents/call-once.mjs', outDir: out.dir });
     expect(readRunFiles(r.runDir).run).not.toHaveProperty('usage');
+    expect(readRunFiles(r.runDir).run).not.toHaveProperty('reportedUsage');
   });
 });

@@ -1,0 +1,184 @@
+/**
+ * The gateway's side towards the providers: retries with backoff honouring `retry-after`, lost
+ * connections tried again, the cap on requests in flight shared by every rollout, and `queuedMs`.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { errorReply, openaiReply, scriptedServer } from '../agents/model-server.js';
+import { eventsOf } from '../helpers.js';
+import { Limiter } from '../../src/gateway/limiter.js';
+import { retryAfterMs } from '../../src/gateway/upstream.js';
+import { Gateway } from '../../src/gateway/gateway.js';
+import { gate, gatewayFor, openSession, post } from './helpers.js';
+
+const chat = { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] };
+const ok = (): string => JSON.stringify(openaiReply({ content: 'ok', usage: { prompt: 2, completion: 1 } }).body);
+
+/** A bare upstream: `handle` gets every request with its number. */
+async function bareUpstream(handle: (n: number, req: IncomingMessage, res: ServerResponse) => void): Promise<{ origin: string; count: () => number; close: () => Promise<void> }> {
+  let n = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => handle(n++, req, res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    count: () => n,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('retries', () => {
+  it('tries a 429 again after the wait the provider asks for, and records the retry and the wait', async () => {
+    const server = await scriptedServer([() => errorReply(429, { 'retry-after-ms': '60' }), () => openaiReply({ content: 'ok', usage: { prompt: 4, completion: 1 } })]);
+    const gateway = gatewayFor(server);
+    try {
+      const s = await openSession(gateway, null);
+      const res = await post(s, '/chat/completions', chat);
+      expect(res.status).toBe(200);
+      expect(server.requests).toHaveLength(2);
+      await s.session.close();
+      const [call] = eventsOf(s.trace.events, 'model_call');
+      expect(call).toMatchObject({ status: 200, retries: 1, usage: { inputTokens: 4, outputTokens: 1 } });
+      expect(call!.queuedMs).toBeGreaterThanOrEqual(55);
+    } finally {
+      await gateway.close();
+      await server.close();
+    }
+  });
+
+  it('hands the agent the last failure once the tries are spent, telling its SDK not to retry', async () => {
+    const server = await scriptedServer(Array.from({ length: 3 }, () => () => errorReply(503)));
+    const gateway = gatewayFor(server, { retries: 2 });
+    try {
+      const s = await openSession(gateway, null);
+      const res = await post(s, '/chat/completions', chat);
+      expect(res.status).toBe(503);
+      expect(res.headers.get('x-should-retry')).toBe('false');
+      expect(((await res.json()) as any).error.message).toBe('scripted 503');
+      expect(server.requests).toHaveLength(3);
+      await s.session.close();
+      expect(eventsOf(s.trace.events, 'model_call')[0]).toMatchObject({ status: 503, retries: 2 });
+    } finally {
+      await gateway.close();
+      await server.close();
+    }
+  });
+
+  it('does not retry a request the provider refused (400)', async () => {
+    const server = await scriptedServer([() => ({ status: 400, body: { error: { message: 'bad model' } } })]);
+    const gateway = gatewayFor(server);
+    try {
+      const s = await openSession(gateway, null);
+      expect((await post(s, '/chat/completions', chat)).status).toBe(400);
+      expect(server.requests).toHaveLength(1);
+    } finally {
+      await gateway.close();
+      await server.close();
+    }
+  });
+
+  it('tries again when the connection is lost before an answer, and answers 502 when it always is', async () => {
+    const flaky = await bareUpstream((n, _req, res) => {
+      if (n === 0) return void res.socket?.destroy();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(ok());
+    });
+    const dead = await bareUpstream((_n, _req, res) => void res.socket?.destroy());
+    const upstreams = (origin: string) => ({ openai: { baseUrl: `${origin}/v1`, apiKey: 'k' } });
+    const a = new Gateway({ env: {}, upstreams: upstreams(flaky.origin), backoffMs: 5 });
+    const b = new Gateway({ env: {}, upstreams: upstreams(dead.origin), backoffMs: 5, retries: 2 });
+    try {
+      const s = await openSession(a, null);
+      expect((await post(s, '/chat/completions', chat)).status).toBe(200);
+      expect(flaky.count()).toBe(2);
+      const t = await openSession(b, null);
+      const res = await post(t, '/chat/completions', chat);
+      expect(res.status).toBe(502);
+      expect(((await res.json()) as any).error.message).toMatch(/no answer from the openai upstream .* after 3 tries/);
+      expect(dead.count()).toBe(3);
+      await t.session.close();
+      expect(eventsOf(t.trace.events, 'model_call')[0]).toMatchObject({ status: 502, retries: 2, error: expect.stringMatching(/no answer/) });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await Promise.all([flaky.close(), dead.close()]);
+    }
+  });
+
+  it('reads retry-after in milliseconds, seconds or as a date', () => {
+    expect(retryAfterMs({ 'retry-after-ms': '250' })).toBe(250);
+    expect(retryAfterMs({ 'retry-after': '2' })).toBe(2000);
+    const inFive = retryAfterMs({ 'retry-after': new Date(Date.now() + 5000).toUTCString() })!;
+    expect(inFive).toBeGreaterThan(3000);
+    expect(inFive).toBeLessThanOrEqual(5000);
+    expect(retryAfterMs({ 'retry-after': 'soon' })).toBeUndefined();
+    expect(retryAfterMs({})).toBeUndefined();
+  });
+});
+
+describe('--model-concurrency', () => {
+  it('caps requests in flight upstream across every session of the gateway; the wait is queuedMs', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const release = gate();
+    const held: ServerResponse[] = [];
+    const upstream = await bareUpstream((_n, _req, res) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      held.push(res);
+      void release.wait().then(() => {
+        inFlight--;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(ok());
+      });
+    });
+    const gateway = new Gateway({ env: {}, upstreams: { openai: { baseUrl: `${upstream.origin}/v1`, apiKey: 'k' } }, concurrency: 2 });
+    try {
+      // Six rollouts, one request each.
+      const sessions = await Promise.all(Array.from({ length: 6 }, () => openSession(gateway, null)));
+      const pending = sessions.map((s) => post(s, '/chat/completions', chat));
+      // Two reach the upstream; the other four wait for a slot (and still do a while later).
+      while (gateway.upstream.load('openai').waiting < 4) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(upstream.count()).toBe(2);
+      expect(gateway.upstream.load('openai')).toEqual({ inFlight: 2, waiting: 4 });
+      release.release();
+      expect((await Promise.all(pending)).map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+      expect(most).toBe(2);
+      await Promise.all(sessions.map((s) => s.session.close()));
+      const queued = sessions.map((s) => eventsOf(s.trace.events, 'model_call')[0]!.queuedMs);
+      expect(queued.filter((ms) => ms >= 50)).toHaveLength(4);
+    } finally {
+      await gateway.close();
+      await upstream.close();
+    }
+  });
+});
+
+describe('Limiter', () => {
+  it('hands slots out in order and drops a waiter whose signal fires', async () => {
+    const limiter = new Limiter(1);
+    const first = await limiter.acquire();
+    const controller = new AbortController();
+    const order: string[] = [];
+    const aborted = limiter.acquire(controller.signal).then(
+      () => order.push('aborted one got it'),
+      () => order.push('aborted'),
+    );
+    const second = limiter.acquire().then((release) => {
+      order.push('second');
+      return release;
+    });
+    controller.abort();
+    await aborted;
+    first();
+    (await second)();
+    expect(order).toEqual(['aborted', 'second']);
+    expect(limiter.inFlight).toBe(0);
+  });
+});
