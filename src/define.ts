@@ -65,6 +65,17 @@ export const check = {
     );
     return { name, pass, expected: `a successful call to ${toolName}` };
   },
+  /**
+   * Passes when a message of the agent's in the conversation contains `text`, as tau-bench's output
+   * check reads an answer: case-insensitive, commas removed from the message.
+   */
+  said(name: string, conversation: readonly { role: string; text: string }[] | undefined, text: string | number, message?: string): Check {
+    const needle = String(text).toLowerCase();
+    const said = (conversation ?? []).filter((m) => m.role === 'agent').map((m) => m.text);
+    const pass = said.some((m) => m.toLowerCase().replaceAll(',', '').includes(needle));
+    const actual = said.length === 0 ? 'the agent said nothing to the user' : `${said.length} message${said.length === 1 ? '' : 's'}, the last: ${JSON.stringify(said.at(-1))}`;
+    return withMessage({ name, pass, expected: `an agent message contains ${JSON.stringify(String(text))} (case-insensitive, commas ignored)`, actual }, message);
+  },
 };
 
 function withMessage(c: Check, message: string | undefined): Check {

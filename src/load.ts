@@ -3,6 +3,7 @@
  * `.js`, `.mjs` and `.ts` files load without a build step. Every problem is a SiloError saying
  * which file and what to fix. Agent modules are never loaded here: only inside their worker.
  */
+import { userProblem } from './user/plan.js';
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -86,6 +87,9 @@ function checkTask(value: unknown, where: string): Task {
   if (t!.mayChange !== undefined && (!Array.isArray(t!.mayChange) || t!.mayChange.some((p) => typeof p !== 'string'))) {
     bad('has a mayChange that is not an array of path patterns');
   }
+  const userBad = userProblem(t!.user);
+  if (userBad) bad(userBad);
+  if (t!.policy !== undefined && typeof t!.policy !== 'string') bad('has a policy that is not a string');
   checkEnvironment(t!.environment, bad);
   return t as Task;
 }

@@ -96,6 +96,18 @@ export const USAGE_MAX_PER_REPORT = 100_000_000;
 /** Where run.json `usage` totals stop growing (a trillion: far past any real run, far below float trouble). */
 export const USAGE_MAX_TOTAL = 1_000_000_000_000;
 
+/**
+ * UTF-8 bytes of one message to or from a simulated user. A longer message from the agent is
+ * refused (`too_large`, the user never sees it); a longer one from a scripted or LLM user is cut.
+ */
+export const USER_MESSAGE_MAX_BYTES = 64 * 1024;
+
+/** Replies a simulated user gives before the conversation ends (`user.maxTurns`). */
+export const DEFAULT_USER_MAX_TURNS = 30;
+
+/** How long one reply of a simulated user may take (a script, or an LLM user with its retries), ms. */
+export const USER_REPLY_TIMEOUT_MS = 120_000;
+
 /** Model turns a built-in agent takes before it gives up (`--max-turns`). */
 export const DEFAULT_MAX_TURNS = 50;
 

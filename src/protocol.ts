@@ -4,7 +4,7 @@
  * shared memory or prototype trick crosses. Host-to-worker messages are trusted and
  * structured-cloned. Each carries the brand so that foreign messages are ignored.
  */
-import type { AgentOptions, ErrorInfo, Limits, ToolResult, ToolSchema } from './types.js';
+import type { AgentOptions, ErrorInfo, Limits, ToolResult, ToolSchema, UserReply } from './types.js';
 
 export const BRAND = 'silo/1' as const;
 
@@ -34,6 +34,8 @@ export interface WorkerTask {
    * host's loopback, which a sandbox without network relays.
    */
   gateway?: { port: number; env: Record<string, string> };
+  /** The task has a simulated user: the agent gets `user.send`; its messages are capped at `maxBytes`. */
+  user?: { maxBytes: number };
 }
 
 /** Worker → host (sent as JSON text). */
@@ -54,6 +56,11 @@ export type WorkerMessage =
       inputError?: { kind: 'unserialisable' | 'too_large' | 'too_deep' | 'forbidden_key'; message: string };
     }
   | { brand: typeof BRAND; type: 'log'; message: string; data?: unknown; stream?: 'stdout' | 'stderr' }
+  /**
+   * A message to the simulated user (`user.send`); answered with a `reply` of the same id. `text`
+   * is absent when the worker refused it (`refused` says why: not text, or over the cap).
+   */
+  | { brand: typeof BRAND; type: 'say'; id: number; text?: string; refused?: { code: 'too_large' | 'invalid_input'; message: string } }
   | { brand: typeof BRAND; type: 'started' }
   /**
    * Model usage the agent reports (reportUsage): counts since its previous report. The host takes
@@ -77,4 +84,5 @@ export type WorkerMessage =
 /** Host → worker (structured clone). */
 export type HostMessage =
   | { brand: typeof BRAND; type: 'result'; id: number; result: ToolResult }
+  | { brand: typeof BRAND; type: 'reply'; id: number; result: UserReply }
   | { brand: typeof BRAND; type: 'abort'; reason: string };

@@ -114,6 +114,65 @@ export interface VerifyArgs<State = any> {
   /** The agent's output text, or null. */
   output: string | null;
   trace: readonly TraceEvent[];
+  /**
+   * The dialogue with the task's simulated user, first message first (the user's opening line);
+   * empty for a task without a user, or run solo.
+   */
+  conversation: readonly Message[];
+}
+
+/** One message of a conversation between the agent and a simulated user. */
+export interface Message {
+  role: 'agent' | 'user';
+  text: string;
+}
+
+/**
+ * A task's simulated user: someone who knows what they want and reveals it only when asked. It
+ * runs on the host, never in the agent's worker: scripted (a function of the conversation so far)
+ * or an LLM (`model`, prompted with `instruction`). Neither: the task runs solo.
+ */
+export interface UserSpec {
+  /** The user's private brief: who they are, what they want, what they know. */
+  instruction: string;
+  /**
+   * A scripted user: its next message, given the conversation so far (empty for the opening
+   * line). A message containing `###STOP###`, `###TRANSFER###` or `###OUT-OF-SCOPE###` ends the
+   * conversation. Throwing makes the run an error (`user_error`).
+   */
+  script?: (conversation: readonly Message[], ctx: UserContext) => string | Promise<string>;
+  /** An LLM user, `openai:<model>` or `anthropic:<model>`, called on the host through the gateway's upstream. */
+  model?: string;
+  /** Replies the user gives to the agent's messages (the opening line not counted); default 30. */
+  maxTurns?: number;
+}
+
+/** What a scripted user gets besides the conversation. */
+export interface UserContext {
+  /** The user's brief (UserSpec.instruction). */
+  instruction: string;
+  /** Replies given so far (the opening line not counted). */
+  turn: number;
+  /** The rollout's seed. */
+  seed: number;
+}
+
+/** What `user.send` resolves to. It never rejects. */
+export type UserReply =
+  | { ok: true; reply: string; ended: boolean }
+  | { ok: false; error: { code: UserErrorCode; message: string } };
+
+/**
+ * Codes of a refused `user.send`: `conversation_ended` (the user ended it, or maxTurns),
+ * `too_large` (over maxUserMessageBytes), `invalid_input` (not text, or empty), `user_error` (the
+ * simulated user failed: the run is an error), `aborted` (the rollout is ending).
+ */
+export type UserErrorCode = 'conversation_ended' | 'too_large' | 'invalid_input' | 'user_error' | 'aborted';
+
+/** The agent's side of a conversation (`args.user`). */
+export interface UserChannel {
+  /** Sends a message to the user and resolves with the reply. Never rejects. */
+  send(text: string): Promise<UserReply>;
 }
 
 /** A reference solution: the calls to make and the answer to give. */
@@ -128,6 +187,16 @@ export interface Task<State = any> {
   environment: Environment<State>;
   instruction: string;
   verify(args: VerifyArgs<State>): Check[] | Promise<Check[]>;
+  /**
+   * A simulated user the agent talks to (see UserSpec). With one, the agent's instruction is the
+   * user's opening line (after `policy`, when set); run solo (`--solo`), it is `instruction`.
+   */
+  user?: UserSpec;
+  /**
+   * What the agent is told ahead of a conversation (tau-bench's policy): with a user, the agent's
+   * instruction is this, a blank line, then the user's opening line. Unused without a user.
+   */
+  policy?: string;
   limits?: Partial<Limits>;
   /** Paths the agent may change (dot-separated, `*` = one segment); any other change fails a check. */
   mayChange?: readonly string[];
@@ -173,6 +242,8 @@ export interface AgentArgs {
    * `reportedUsage` (what the agent says; `usage` is what the gateway measured).
    */
   reportUsage(usage: UsageReport): void;
+  /** The task's simulated user; undefined for a task without one (or run solo). */
+  user?: UserChannel;
 }
 
 /** An agent module default-exports one of these. */
@@ -195,7 +266,7 @@ export type Termination =
 export type RunStatus = 'running' | 'passed' | 'failed' | 'error';
 
 /** Why a run has status `error`. */
-export type RunErrorCode = 'environment_error' | 'verifier_error' | 'agent_load_error' | 'cancelled' | 'internal_error';
+export type RunErrorCode = 'environment_error' | 'verifier_error' | 'agent_load_error' | 'user_error' | 'cancelled' | 'internal_error';
 
 /** The data form of a failure, as it crosses threads or lands in result.json. */
 export interface ErrorInfo {
@@ -237,6 +308,10 @@ export type TraceEvent = EventBase &
     | { type: 'agent_threw'; error: ErrorInfo }
     | { type: 'limit_exceeded'; limit: string; message: string }
     | ({ type: 'model_call' } & ModelCallEvent)
+    /** A message of the conversation with the simulated user (the opening line is the first). */
+    | { type: 'user_message'; from: 'agent' | 'user'; text: string; ended?: true }
+    /** The simulated user failed (a script threw, an LLM user's calls failed): the run is an error. */
+    | { type: 'user_error'; message: string }
     | { type: 'run_finished'; status: RunStatus; termination: Termination; score: number | null }
   );
 
@@ -351,6 +426,13 @@ export interface RunRecord {
   /** Set when an ungrounded answer fails the run (`--strict`, or `strict: true` on the task). */
   strict?: true;
   /**
+   * The task's simulated user, when it has one: `scripted`, `model` (with the model), or `solo`
+   * (run without it: `--solo`, or a user with neither script nor model). `messages` in the dialogue.
+   */
+  user?: { mode: 'scripted' | 'model' | 'solo'; model?: string; messages?: number; endedBy?: 'user' | 'max_turns' };
+  /** The LLM user's model usage, measured by the gateway; never part of `usage`. */
+  userUsage?: UsageTotals & { cachedRequests?: number };
+  /**
    * Where `durationMs` went, ms: `world` (building the world), `startup` (preparing and starting
    * the agent's worker and loading its module), `agent` (the agent running: thinking and tools),
    * `grading` (diff, verifier, diagnosis); the rest is writing the artifacts.
@@ -372,6 +454,8 @@ export interface Owner {
 /** Codes of the diagnosis of a run (see src/inspect/diagnose.ts). */
 export type DiagnosisCode =
   | 'ungrounded_answer'
+  | 'never_asked'
+  | 'user_gave_up'
   | 'hallucinated_tool'
   | 'hallucinated_parameter'
   | 'self_corrected'

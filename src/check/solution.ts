@@ -89,7 +89,7 @@ export async function checkSolution(task: Task, seed: number, reliableState = fa
   trace.add({ type: 'agent_returned', output });
   // grade() reads the diff only for mayChange; a whole-world diff is not free on a large world.
   const changes = task.mayChange === undefined ? [] : diffWorld(initial, world.state);
-  const graded = await grade(task, { initial, final: world.state, output, trace: trace.events }, changes);
+  const graded = await grade(task, { initial, final: world.state, output, trace: trace.events, conversation: [] }, changes);
   if (graded.status === 'error') {
     add('solution_error', `the solution could not be graded: ${graded.error.message}`);
   } else if (graded.status === 'failed') {

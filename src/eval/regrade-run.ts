@@ -4,6 +4,7 @@
  * through the rollout's own grading (grade.ts) on the stored output and trace, a new diagnosis. The
  * earlier result is kept as `result.<n>.json`; result.json and run.json are replaced atomically.
  */
+import { conversationFromTrace } from '../user/dialogue.js';
 import { copyFileSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { diagnose } from '../inspect/diagnose.js';
@@ -72,7 +73,7 @@ export async function regradeRun(dir: string, findTask: TaskFinder, regradedAt: 
   const seen = trace.filter((e) => e.type !== 'run_finished');
   // A run graded strictly (`--strict` at the time, or the task says so today) is again.
   const strict = run.strict === true || task.strict === true;
-  const graded = await grade(task, { initial: worlds.initial, final: worlds.final, output: old.output, trace: seen }, changes, undefined, strict);
+  const graded = await grade(task, { initial: worlds.initial, final: worlds.final, output: old.output, trace: seen, conversation: conversationFromTrace(seen) }, changes, undefined, strict);
   // A grade replaces a verifier error; what else the run recorded (how its agent crashed) stays.
   const error: ErrorInfo | undefined = graded.status === 'error' ? graded.error : old.error?.code === 'verifier_error' ? undefined : old.error;
   const diagnosis = diagnose({ trace, changes, checks: graded.checks, output: old.output, termination: old.termination, status: graded.status, task });

@@ -8,10 +8,11 @@ import { describeError } from '../errors.js';
 import type { HostEnd } from './ends.js';
 import { AGENT_NOTE_MAX_CHARS, CALLS_WAITING_MAX_CHARS, MAX_INPUT_DEPTH, MAX_TOOL_NAME_CHARS } from '../options.js';
 import { BRAND, type HostMessage, type WorkerMessage } from '../protocol.js';
-import type { ToolResult } from '../types.js';
+import type { ToolResult, UserReply } from '../types.js';
 
 export type CallMessage = Extract<WorkerMessage, { type: 'call' }>;
 export type DoneMessage = Extract<WorkerMessage, { type: 'done' }>;
+export type SayMessage = Extract<WorkerMessage, { type: 'say' }>;
 
 /** What the host does with each kind of message from the worker. */
 export interface ChannelHandlers {
@@ -22,6 +23,11 @@ export interface ChannelHandlers {
    * answered at once with the result returned here, unrun (its input is not kept).
    */
   busy(msg: CallMessage, waitingChars: number): ToolResult;
+  /**
+   * A message to the simulated user (queued with the calls, in arrival order); its reply is sent
+   * back. Absent: the task has no user, and every message is refused.
+   */
+  say?(msg: SayMessage): Promise<UserReply> | UserReply;
   /** An agent log; returns false once the run's log budget is spent (later logs are skipped unparsed). */
   log(msg: Extract<WorkerMessage, { type: 'log' }>): boolean;
   /** The worker has taken the rollout: the wall clock starts. */
@@ -136,6 +142,28 @@ export class HostChannel {
         this.#queue = this.#queue.then(run);
         return;
       }
+      case 'say': {
+        const chars = (data as string).length;
+        const answer = (result: UserReply): void => this.#post({ brand: BRAND, type: 'reply', id: msg.id, result });
+        const say = handlers.say;
+        if (!say) return answer({ ok: false, error: { code: 'invalid_input', message: 'this task has no user to talk to' } });
+        if (this.#waitingChars + chars > CALLS_WAITING_MAX_CHARS) {
+          return answer({ ok: false, error: { code: 'too_large', message: `refused unread: ${this.#waitingChars} characters of calls and messages are already waiting` } });
+        }
+        this.#waitingChars += chars;
+        this.#queue = this.#queue.then(async () => {
+          this.#waitingChars -= chars;
+          if (this.#closed) return;
+          let result: UserReply;
+          try {
+            result = await say(msg);
+          } catch (err) {
+            result = { ok: false, error: { code: 'user_error', message: `silo could not handle this message: ${describeError(err)}` } };
+          }
+          answer(result);
+        });
+        return;
+      }
       case 'log':
         try {
           if (handlers.log(msg) === false) this.#skipLogs = true;
@@ -199,6 +227,18 @@ export class HostChannel {
     }
     if (msg.type === 'done') {
       if (msg.outputError !== undefined) msg.outputError = typeof msg.outputError === 'string' ? msg.outputError.slice(0, AGENT_NOTE_MAX_CHARS) : 'the output could not be sent';
+      return msg;
+    }
+    if (msg.type === 'say') {
+      // Either text, or the worker's reason for refusing it (a known code, a short message).
+      if (typeof msg.text !== 'string') {
+        delete msg.text;
+        const refused = (typeof msg.refused === 'object' && msg.refused !== null ? msg.refused : {}) as Partial<NonNullable<SayMessage['refused']>>;
+        msg.refused = {
+          code: refused.code === 'too_large' ? 'too_large' : 'invalid_input',
+          message: typeof refused.message === 'string' ? refused.message.slice(0, AGENT_NOTE_MAX_CHARS) : 'user.send takes a string',
+        };
+      } else delete msg.refused;
       return msg;
     }
     if (msg.type !== 'call') return msg;
@@ -294,13 +334,14 @@ export function nestingDepth(text: string, stopAt: number): number {
 /** How the worker's log messages begin (JSON.stringify keeps key order). */
 const LOG_PREFIX = `{"brand":"${BRAND}","type":"log"`;
 
-const TYPES = new Set(['call', 'log', 'started', 'usage', 'exiting', 'done']);
+const TYPES = new Set(['call', 'say', 'log', 'started', 'usage', 'exiting', 'done']);
 
 function isMessage(msg: unknown): msg is WorkerMessage {
   if (typeof msg !== 'object' || msg === null) return false;
   const m = msg as { brand?: unknown; type?: unknown; id?: unknown; name?: unknown; message?: unknown };
   if (m.brand !== BRAND || typeof m.type !== 'string' || !TYPES.has(m.type)) return false;
   if (m.type === 'call') return typeof m.id === 'number' && typeof m.name === 'string';
+  if (m.type === 'say') return typeof m.id === 'number';
   if (m.type === 'log') return typeof m.message === 'string';
   return true;
 }

@@ -12,7 +12,7 @@ import { captureOutput } from '../rollout/output.js';
 import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
 import { esModuleExports } from '../typescript.js';
 import { withRolloutEnv } from './rollout-env.js';
-import type { AgentArgs, ToolResult } from '../types.js';
+import type { AgentArgs, ToolResult, UserChannel, UserReply } from '../types.js';
 import { closeProcessWide, processWideProblem } from './process-wide.js';
 
 export { closeProcessWide };
@@ -49,6 +49,7 @@ export async function runAgentTask(task: WorkerTask): Promise<void> {
 async function runOnce(task: WorkerTask): Promise<void> {
   const { port } = task;
   const pending = new Map<number, (result: ToolResult) => void>();
+  const replies = new Map<number, (result: UserReply) => void>();
   const controller = new AbortController();
   let finished = false;
   let nextId = 1;
@@ -64,6 +65,10 @@ async function runOnce(task: WorkerTask): Promise<void> {
     if (msg.type === 'result') {
       const resolve = pending.get(msg.id);
       pending.delete(msg.id);
+      resolve?.(msg.result);
+    } else if (msg.type === 'reply') {
+      const resolve = replies.get(msg.id);
+      replies.delete(msg.id);
       resolve?.(msg.result);
     } else if (msg.type === 'abort' && !controller.signal.aborted) {
       controller.abort(new Error(msg.reason));
@@ -91,6 +96,18 @@ async function runOnce(task: WorkerTask): Promise<void> {
     });
   };
 
+  // Messages to the simulated user share the port (and the order) with the tool calls.
+  const user: UserChannel | undefined = task.user && {
+    send: (text: unknown): Promise<UserReply> => {
+      const id = nextId++;
+      const message = encodeSay(id, text, task.user!.maxBytes);
+      return new Promise<UserReply>((resolve) => {
+        replies.set(id, resolve);
+        send(message);
+      });
+    },
+  };
+
   const log = (message: unknown, data?: unknown): void => {
     const msg: WorkerMessage = { brand: BRAND, type: 'log', message: String(message) };
     if (data !== undefined) msg.data = jsonSafe(data);
@@ -113,9 +130,9 @@ async function runOnce(task: WorkerTask): Promise<void> {
   if (task.exitAfter) {
     // A single-use thread runs one rollout: no async context needed (it would slow every await).
     soleLog = sendLog;
-    await withRolloutEnv(task.gateway?.env, false, () => runAgent(task, callTool, log, reportUsage, controller.signal, done));
+    await withRolloutEnv(task.gateway?.env, false, () => runAgent(task, callTool, log, reportUsage, controller.signal, done, user));
   } else {
-    await currentLog.run(sendLog, () => withRolloutEnv(task.gateway?.env, true, () => runAgent(task, callTool, log, reportUsage, controller.signal, done)));
+    await currentLog.run(sendLog, () => withRolloutEnv(task.gateway?.env, true, () => runAgent(task, callTool, log, reportUsage, controller.signal, done, user)));
   }
   exitReporters.delete(send);
 }
@@ -127,6 +144,7 @@ async function runAgent(
   reportUsage: AgentArgs['reportUsage'],
   signal: AbortSignal,
   done: (msg: Omit<Extract<WorkerMessage, { type: 'done' }>, 'brand' | 'type'>) => void,
+  user: UserChannel | undefined,
 ): Promise<void> {
   let agent: unknown;
   try {
@@ -157,6 +175,7 @@ async function runAgent(
     log,
     options: task.options,
     reportUsage,
+    ...(user ? { user } : {}),
   };
   try {
     const value = await (agent as (a: AgentArgs) => unknown)(args);
@@ -206,6 +225,17 @@ function encodeCall(id: number, name: string, input: unknown, maxBytes: number):
     return { ...base, inputBytes: bytes, inputError: { kind: 'too_large', message: `input is ${bytes} bytes` } };
   }
   return { ...base, input: JSON.parse(text) as unknown, inputBytes: bytes };
+}
+
+/** Encodes a message to the user now; text that is not a string or is over `maxBytes` is refused here (the host checks again). */
+function encodeSay(id: number, text: unknown, maxBytes: number): WorkerMessage {
+  const base = { brand: BRAND, type: 'say' as const, id };
+  if (typeof text !== 'string') return { ...base, refused: { code: 'invalid_input', message: `user.send takes a string (got ${text === null ? 'null' : typeof text})` } };
+  // Characters first (UTF-8 takes at least a byte each): a huge string is not encoded to be measured.
+  if (text.length > maxBytes || Buffer.byteLength(text, 'utf8') > maxBytes) {
+    return { ...base, refused: { code: 'too_large', message: `the message is over the ${maxBytes}-byte cap of one message to the user; send a shorter one` } };
+  }
+  return { ...base, text };
 }
 
 /**

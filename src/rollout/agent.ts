@@ -22,6 +22,8 @@ import type { Toolbox } from './tools.js';
 import { round, type Trace } from './trace.js';
 import { TIMED_OUT, within } from '../time.js';
 import type { ModelSession } from '../gateway/session.js';
+import type { Conversation } from '../user/conversation.js';
+import { USER_MESSAGE_MAX_BYTES } from '../options.js';
 
 /** Marks a log message cut at LOG_MESSAGE_MAX_CHARS. */
 const TRUNCATED = '… (truncated)';
@@ -39,6 +41,8 @@ export interface DriveOptions {
   trace: Trace;
   /** Cancels the rollout (termination `cancelled`). */
   signal?: AbortSignal | undefined;
+  /** The task's simulated user, when it has one: the agent gets `user.send`. */
+  conversation?: Conversation | undefined;
 }
 
 /**
@@ -131,6 +135,16 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     {
       call: (msg) => calls.handle(msg),
       busy: (msg, waitingChars) => calls.busy(msg, waitingChars),
+      ...(opts.conversation
+        ? {
+            say: (msg) => {
+              if (msg.text === undefined) return { ok: false as const, error: msg.refused ?? { code: 'invalid_input' as const, message: 'user.send takes a string' } };
+              // Once a limit fired, the agent is being stopped: the user hears nothing more.
+              if (guard.fired) return { ok: false as const, error: { code: 'aborted' as const, message: `message refused: ${guard.fired.reason}` } };
+              return opts.conversation!.say(msg.text);
+            },
+          }
+        : {}),
       log: (msg) => {
         const text = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}${TRUNCATED}` : msg.message;
         if (!keepLog(text.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return false;
@@ -166,6 +180,13 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     { bytes: limits.maxMessageBytes },
   );
 
+  // A simulated user that fails makes the run an error: the agent is told to stop, then stopped.
+  opts.conversation?.onError((message) => {
+    const reason = `the simulated user failed: ${message}`;
+    channel.abort(reason);
+    graceTimer ??= setTimeout(() => terminate.abort(reason), limits.graceMs);
+  });
+
   const onCancel = (): void => guard.fire({ termination: 'cancelled', limit: 'cancel', reason: 'cancelled' });
   if (opts.signal?.aborted) onCancel();
   opts.signal?.addEventListener('abort', onCancel, { once: true });
@@ -188,6 +209,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
       options: opts.agentOptions ?? {},
       guard: opts.guard ?? [],
       ...(opts.models ? { gateway: opts.models.task } : {}),
+      ...(opts.conversation ? { user: { maxBytes: USER_MESSAGE_MAX_BYTES } } : {}),
     },
     link,
     limits.memoryMb,

@@ -29,6 +29,11 @@ import { sharedGateway } from '../gateway/shared.js';
 import { checkProviders, variableNames, type Provider } from '../gateway/providers.js';
 import type { CacheMode } from '../gateway/cache.js';
 import { ModelLog } from '../gateway/record.js';
+import { HostModelClient } from '../gateway/call.js';
+import { Conversation, UserError } from '../user/conversation.js';
+import { userPlan, type UserPlan } from '../user/plan.js';
+import { scriptedUser } from '../user/scripted.js';
+import { modelUser } from '../user/model-user.js';
 
 /** Options of one rollout. */
 export interface RolloutOptions {
@@ -87,6 +92,13 @@ export interface RolloutOptions {
   preparedAgents?: PreparedAgents;
   /** An ungrounded answer fails the run (a failed `grounded` check), as `strict: true` on the task does. */
   strict?: boolean;
+  /**
+   * The LLM user (`provider:model`) of a task that has a user, over its own script or model
+   * (`--user`); called on the host through the gateway's upstream.
+   */
+  user?: string;
+  /** Runs a task that has a user without one: the agent gets the task's instruction (`--solo`). */
+  solo?: boolean;
 }
 
 /** Runs one task with one agent and writes its artifacts. Throws only for set-up errors. */
@@ -95,8 +107,10 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   const agent = options.drive ? null : resolveAgent(options.agent, options.agentOptions);
   const env = checkEnv(options.env);
   const providers = options.drive ? [] : grantedProviders(options.agent, options.providers ?? [], env);
+  // Who the agent talks to: nobody, the task's script, a model, or nobody though there is a user (solo).
+  const plan: UserPlan = userPlan(task, { user: options.user, solo: options.solo === true || options.drive !== undefined });
   const gateway =
-    providers.length === 0
+    providers.length === 0 && plan.mode !== 'model'
       ? null
       : (options.gateway ?? sharedGateway(options.modelCache === undefined ? undefined : { dir: options.modelCache, ...(options.modelCacheMode ? { mode: options.modelCacheMode } : {}) }));
   const limits = resolveLimits(task.limits, options.limits);
@@ -138,6 +152,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     owner: thisProcess(),
     ...(strict ? { strict: true as const } : {}),
     ...(providers.length > 0 ? { providers } : {}),
+    ...(plan.mode === 'none' ? {} : { user: { mode: plan.mode, ...(plan.mode === 'model' ? { model: `${plan.model.provider}:${plan.model.model}` } : {}) } }),
   };
   // A folder that cannot be written (read-only, another user's) is a set-up error naming --out.
   await outDirAccess(outRoot, () => artifacts.create(record));
@@ -158,6 +173,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   // The agent's model calls, when it was granted a provider: trace events and models.jsonl.
   const models = gateway ? new ModelLog(trace, join(artifacts.dir, 'models.jsonl')) : null;
   let grant: GatewayGrant | undefined;
+  let conversation: Conversation | undefined;
   try {
     // 1–2. A fresh world and its snapshot.
     world = await buildWorld(task.environment, seed);
@@ -166,7 +182,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     // 3. Tools bound to the live world.
     const toolbox = bindTools(task.environment, world.view, world.ctx, world.tracker);
     // 4–6. The agent, in a worker of its own; its output. Its gateway token lives as long as this phase.
-    if (gateway && models) {
+    if (gateway && models && providers.length > 0) {
       grant = await gateway.open({
         providers,
         limits: { maxModelRequests: limits.maxModelRequests, maxTokens: limits.maxTokens },
@@ -180,10 +196,22 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
       options.drive ??
       ((o) =>
         runAgent({ ...o, pool: pool!, agentPath: agent!.path, agentOptions: agent!.options, env, guard, prepared: options.preparedAgents, models: session }));
+    // With a user, the agent's instruction is the user's opening line (after the task's policy).
+    let instruction = task.instruction;
+    if (plan.mode === 'scripted' || plan.mode === 'model') {
+      const speaker =
+        plan.mode === 'scripted'
+          ? scriptedUser(plan.spec, seed)
+          : modelUser(new HostModelClient(gateway!, { actor: 'user', log: models!, taskId: task.id, trial: options.trial ?? null }), plan.model, plan.spec.instruction);
+      conversation = new Conversation(speaker, trace, plan.spec.maxTurns === undefined ? {} : { maxTurns: plan.spec.maxTurns });
+      const opening = await conversation.open();
+      instruction = task.policy ? `${task.policy}\n\n${opening}` : opening;
+    }
     try {
-      phase = await drive({ instruction: task.instruction, toolbox, limits, trace, signal: options.signal });
+      phase = await drive({ instruction, toolbox, limits, trace, signal: options.signal, conversation });
     } finally {
       // The token ends with the agent's part; requests still in flight are aborted and recorded.
+      conversation?.close();
       await grant?.session.close();
     }
     agentAt = performance.now();
@@ -199,14 +227,22 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
         final: world.state,
         output: phase.output,
         trace: trace.events,
+        conversation: conversation?.messages ?? [],
       };
       graded = await grade(task, args, changes, undefined, strict);
     } else if (phase.termination === 'cancelled') {
       changes = world.diff();
     }
   } catch (err) {
-    error = err instanceof EnvironmentError ? { code: 'environment_error', message: err.message } : { ...toErrorInfo(err), code: 'internal_error' };
+    error =
+      err instanceof EnvironmentError
+        ? { code: 'environment_error', message: err.message }
+        : err instanceof UserError
+          ? { code: 'user_error', message: `the simulated user could not start the conversation: ${err.message}` }
+          : { ...toErrorInfo(err), code: 'internal_error' };
   }
+  // A user that failed leaves no grade to trust: the run is an error, whatever the agent did.
+  if (!error && conversation?.error) error = { code: 'user_error', message: `the simulated user failed: ${conversation.error}` };
 
   // 9. Artifacts.
   const termination: Termination = phase?.termination ?? 'not_started';
@@ -226,6 +262,11 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   const output = phase?.output ?? null;
 
   const usage = gatewayUsage(models, grant);
+  const userUsage = models?.usage('user');
+  if (record.user && conversation) {
+    record.user.messages = conversation.messages.length;
+    if (conversation.endedBy) record.user.endedBy = conversation.endedBy;
+  }
   trace.add({ type: 'run_finished', status, termination, score });
   const finished = new Date();
   const durationMs = round(performance.now() - t0);
@@ -240,6 +281,9 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     refusedCalls: phase?.refusedCalls ?? 0,
     ...(world ? { tracking: world.tracking } : {}),
     ...(usage ? { usage } : {}),
+    ...(userUsage
+      ? { userUsage: { inputTokens: userUsage.inputTokens, outputTokens: userUsage.outputTokens, requests: userUsage.requests, ...(userUsage.cachedRequests ? { cachedRequests: userUsage.cachedRequests } : {}) } }
+      : {}),
     ...(phase?.usage ? { reportedUsage: phase.usage } : {}),
     ...(phase?.isolation ? { isolation: phase.isolation } : {}),
   });
@@ -286,7 +330,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
 
 /** run.json `usage`: what the gateway measured, when the agent was granted a provider. */
 function gatewayUsage(models: ModelLog | null, grant: GatewayGrant | undefined): RunRecord['usage'] {
-  if (!models) return undefined;
+  if (!models || !grant) return undefined;
   const u = models.usage('agent');
   const refused = grant?.session.refused ?? 0;
   return {

@@ -6,7 +6,7 @@ import { CHECK_VALUE_MAX_CHARS } from '../../src/options.js';
 import type { Check, Task, VerifyArgs } from '../../src/types.js';
 import { passing, task } from '../builders.js';
 
-const args: VerifyArgs = { initial: { count: 0 }, final: { count: 1 }, output: '1', trace: [] };
+const args: VerifyArgs = { initial: { count: 0 }, final: { count: 1 }, output: '1', trace: [], conversation: [] };
 
 const gradeWith = (verify: Task['verify'], extra: Partial<Task> = {}, timeoutMs?: number) =>
   grade(task(verify, extra), args, diffWorld(args.initial, args.final), timeoutMs);
@@ -132,11 +132,12 @@ describe('grade', () => {
 });
 
 describe('strict: the grounded gate', () => {
-  const unbacked: VerifyArgs = { initial: {}, final: {}, output: '3', trace: [{ seq: 0, t: 0, type: 'agent_returned', output: '3' }] };
+  const unbacked: VerifyArgs = { initial: {}, final: {}, output: '3', trace: [{ seq: 0, t: 0, type: 'agent_returned', output: '3' }], conversation: [] };
   const backed: VerifyArgs = {
     initial: {},
     final: {},
     output: '3',
+    conversation: [],
     trace: [
       { seq: 0, t: 0, type: 'tool_call', callId: 1, name: 'count', input: {} },
       { seq: 1, t: 1, type: 'tool_result', callId: 1, durationMs: 0.1, ok: true, value: 3 },
