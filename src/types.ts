@@ -309,7 +309,13 @@ export type TraceEvent = EventBase &
     | { type: 'limit_exceeded'; limit: string; message: string }
     | ({ type: 'model_call' } & ModelCallEvent)
     /** A message of the conversation with the simulated user (the opening line is the first). */
-    | { type: 'user_message'; from: 'agent' | 'user'; text: string; ended?: true }
+    | {
+        type: 'user_message';
+        from: 'agent' | 'user';
+        text: string;
+        /** Set on the user's last message: it ended the conversation (a stop token), or it was the last reply maxTurns allows. */
+        ended?: 'user' | 'max_turns';
+      }
     /** The simulated user failed (a script threw, an LLM user's calls failed): the run is an error. */
     | { type: 'user_error'; message: string }
     | { type: 'run_finished'; status: RunStatus; termination: Termination; score: number | null }

@@ -171,4 +171,16 @@ describe('check.number', () => {
     expect(check.number('n', 'It is 2.5 hours', 2.5).pass).toBe(true);
     expect(check.number('n', null, 4).pass).toBe(false);
   });
+
+  it('said passes when an agent message contains the text, case-insensitive, commas ignored; the user\'s messages do not count', () => {
+    const conversation = [
+      { role: 'user' as const, text: 'My total was 1,234.50?' },
+      { role: 'agent' as const, text: 'Your refund of $1,234.50 is on its way.' },
+    ];
+    expect(check.said('s', conversation, '1234.50').pass).toBe(true);
+    expect(check.said('s', conversation, 'REFUND').pass).toBe(true);
+    expect(check.said('s', conversation, 'my total').pass).toBe(false);
+    expect(check.said('s', [], 'x')).toMatchObject({ pass: false, actual: 'the agent said nothing to the user' });
+    expect(check.said('s', undefined, 'x').pass).toBe(false);
+  });
 });

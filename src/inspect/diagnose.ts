@@ -103,6 +103,8 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
     findings.push({ code: 'wrong_answer', ...(returned ? { seq: returned.seq } : {}), message });
   }
 
+  findings.push(...conversationFindings(trace, calls, results, status, tools));
+
   const limit = trace.find((e) => e.type === 'limit_exceeded');
   if (termination === 'timeout' || termination === 'tool_call_limit' || termination === 'model_limit' || termination === 'out_of_memory') {
     findings.push({ code: termination, ...(limit ? { seq: limit.seq } : {}), message: limit?.type === 'limit_exceeded' ? limit.message : termination });
@@ -133,6 +135,46 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
       const at = findingPlace(f.seq, trace);
       return at === undefined ? f : { ...f, at };
     });
+}
+
+type UserMessage = Extract<TraceEvent, { type: 'user_message' }>;
+
+/**
+ * In a conversation: `never_asked`, a failed run whose agent changed the world before the user had
+ * answered anything (it acted on the opening line alone); `user_gave_up`, a failed run whose user
+ * ended the conversation (a stop token, or maxTurns) with the task not done.
+ */
+function conversationFindings(
+  trace: readonly TraceEvent[],
+  calls: readonly Call[],
+  results: ReadonlyMap<number, Result>,
+  status: DiagnoseInput['status'],
+  tools: ReadonlyMap<string, { readOnly?: boolean }>,
+): Diagnosis[] {
+  const messages = trace.filter((e): e is UserMessage => e.type === 'user_message');
+  if (messages.length === 0 || status !== 'failed') return [];
+  const findings: Diagnosis[] = [];
+  // The user's first reply: the opening line is the user's first message, not a reply.
+  const firstReply = messages.filter((m) => m.from === 'user')[1];
+  const write = calls.find((c) => {
+    const r = results.get(c.callId);
+    // Tracked worlds say what each call changed; otherwise a tool marked as writing counts.
+    return r?.ok === true && (r.changes === undefined ? tools.get(c.name)?.readOnly === false : r.changes.length > 0);
+  });
+  if (write && (firstReply === undefined || write.seq < firstReply.seq)) {
+    const asked = messages.some((m) => m.from === 'agent' && m.seq < write.seq);
+    findings.push({
+      code: 'never_asked',
+      seq: write.seq,
+      message: `the agent changed the world (${write.name}) before the user had answered anything${asked ? '' : ' — it had not asked yet'}: it acted on the opening line alone`,
+    });
+  }
+  const ended = messages.find((m) => m.ended !== undefined);
+  if (ended) {
+    const why = ended.ended === 'user' ? 'the user ended the conversation' : 'the user gave the last reply maxTurns allows';
+    findings.push({ code: 'user_gave_up', seq: ended.seq, message: `${why} with the task not done (after ${messages.filter((m) => m.from === 'agent').length} message(s) from the agent)` });
+  }
+  return findings;
 }
 
 /**

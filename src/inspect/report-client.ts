@@ -180,8 +180,10 @@ export const CLIENT_JS = String.raw`
         what = [h('div', null, h('strong', { text: '#' + e.callId + ' ' + e.name })), h('pre', { text: e.input }), result, changeList(e.changes, e.moreChanges)];
       } else if (e.kind === 'gap') {
         what = h('em', { className: 'muted', text: '… ' + e.text + ' …' });
+      } else if (e.kind === 'said' || e.kind === 'heard') {
+        what = h('div', null, h('strong', { text: e.kind === 'heard' ? 'user › ' : 'agent › ' }), h('pre', { className: 'message', text: e.text }));
       } else {
-        var cls = e.kind === 'threw' || e.kind === 'limit' ? 'bad' : e.kind === 'log' ? 'muted' : '';
+        var cls = e.kind === 'threw' || e.kind === 'limit' || e.kind === 'user_error' ? 'bad' : e.kind === 'log' ? 'muted' : '';
         what = h('span', { className: cls, text: (e.kind === 'threw' ? 'threw ' : '') + e.text });
       }
       return h('tr', { 'data-seq': e.kind === 'gap' ? null : e.seq, className: 'event-' + e.kind }, h('td', { className: 't', text: e.kind === 'gap' ? '' : fmtMs(e.t) }), h('td', null, what));
@@ -218,6 +220,8 @@ export const CLIENT_JS = String.raw`
       ['time', d.durationMs === null ? '' : d.time ? d.time : fmtMs(d.durationMs) + ' · thinking ' + fmtMs(think) + ' (' + share + '%) · tools ' + fmtMs(d.toolTimeMs) + ' (' + (100 - share) + '%)'],
       ['tool calls', d.toolCalls + (d.refusedCalls ? ' (+' + d.refusedCalls + ' refused)' : '')],
       ['model', d.usage ? d.usage.requests + ' requests · ' + d.usage.inputTokens + ' input tokens · ' + d.usage.outputTokens + ' output tokens (measured by the gateway)' : null],
+      ['user', d.user || null],
+      ['user model', d.userUsage ? d.userUsage.requests + ' requests · ' + d.userUsage.inputTokens + ' input tokens · ' + d.userUsage.outputTokens + ' output tokens (the simulated user, apart from the agent)' : null],
       ['reported', d.reportedUsage ? d.reportedUsage.requests + ' requests · ' + d.reportedUsage.inputTokens + ' input · ' + d.reportedUsage.outputTokens + ' output tokens (the agent\'s own account)' : null],
       ['seed', String(d.seed)],
       ['started', d.startedAt],

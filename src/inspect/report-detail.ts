@@ -5,7 +5,7 @@
  * follows the caps, not what an agent chose to send.
  */
 import { changePath, type Change } from '../rollout/diff.js';
-import type { Diagnosis, ErrorInfo, RunStatus, Termination, TraceEvent } from '../types.js';
+import type { Diagnosis, ErrorInfo, RunRecord, RunStatus, Termination, TraceEvent } from '../types.js';
 import type { LoadedRun } from './runs.js';
 import { findingPlace } from './diagnose.js';
 import { timeLine } from './show.js';
@@ -58,7 +58,7 @@ export interface CallView {
 /** Any other event, as one line of text. */
 export interface EventView {
   /** `gap` stands where events were left out by the cap (its seq is that of the next event kept). */
-  kind: 'start' | 'log' | 'model' | 'limit' | 'returned' | 'threw' | 'finished' | 'gap';
+  kind: 'start' | 'log' | 'model' | 'limit' | 'returned' | 'threw' | 'finished' | 'gap' | 'said' | 'heard' | 'user_error';
   seq: number;
   t: number;
   text: string;
@@ -107,6 +107,10 @@ export interface RunDetail {
   /** Model usage the gateway measured (and what the agent reported, apart). */
   usage?: { inputTokens: number; outputTokens: number; requests: number };
   reportedUsage?: { inputTokens: number; outputTokens: number; requests: number };
+  /** The simulated user, in one line (mode, messages, how it ended), when the task has one. */
+  user?: string;
+  /** The LLM user's model usage, apart from the agent's. */
+  userUsage?: { inputTokens: number; outputTokens: number; requests: number };
   /** The model's side of the run, from models.jsonl: each message's role and text (the last ones). */
   conversation?: { role: string; text: string; requestId: number }[];
   /** Messages left out of the conversation by the cap. */
@@ -159,8 +163,16 @@ export function runDetail(loaded: LoadedRun, caps: DetailCaps): RunDetail {
     outputTruncated: result?.outputTruncated === true || (result?.output != null && result.output.length > caps.maxValueChars),
     ...(run.usage ? { usage: { inputTokens: run.usage.inputTokens, outputTokens: run.usage.outputTokens, requests: run.usage.requests } } : {}),
     ...(run.reportedUsage ? { reportedUsage: { ...run.reportedUsage } } : {}),
+    ...(run.user ? { user: userLine(run.user) } : {}),
+    ...(run.userUsage ? { userUsage: { inputTokens: run.userUsage.inputTokens, outputTokens: run.userUsage.outputTokens, requests: run.userUsage.requests } } : {}),
     ...conversationView(loaded, caps.maxValueChars),
   };
+}
+
+function userLine(u: NonNullable<RunRecord['user']>): string {
+  const how = u.mode === 'solo' ? 'solo (the agent got the instruction instead)' : u.mode === 'model' ? `LLM user ${u.model ?? ''}` : 'scripted user';
+  const ended = u.endedBy === 'user' ? ' · ended by the user' : u.endedBy === 'max_turns' ? ' · ended at maxTurns' : '';
+  return `${how}${u.messages === undefined ? '' : ` · ${u.messages} messages`}${ended}`;
 }
 
 function conversationView(loaded: LoadedRun, max: number): Pick<RunDetail, 'conversation' | 'omittedMessages'> {
@@ -227,6 +239,14 @@ function timeline(kept: readonly TraceEvent[], trace: readonly TraceEvent[], cap
         break;
       case 'agent_threw':
         views.push({ kind: 'threw', ...at, text: `${e.error.code}: ${clip(e.error.message, max)}` });
+        break;
+      case 'user_message': {
+        const end = e.ended === undefined ? '' : e.ended === 'user' ? ' (the user ended the conversation)' : ' (the last reply maxTurns allows)';
+        views.push({ kind: e.from === 'user' ? 'heard' : 'said', ...at, text: `${clip(e.text, max)}${end}` });
+        break;
+      }
+      case 'user_error':
+        views.push({ kind: 'user_error', ...at, text: `the simulated user failed: ${clip(e.message, max)}` });
         break;
       case 'run_finished':
         views.push({ kind: 'finished', ...at, text: `finished: ${e.status}, ${e.termination}` });

@@ -40,6 +40,17 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
     const extra = [u.cachedRequests ? `${u.cachedRequests} from the cache` : '', u.refusedRequests ? `${u.refusedRequests} refused` : ''].filter(Boolean).join(', ');
     out.push(`${s.dim('model')}       ${u.requests} request${u.requests === 1 ? '' : 's'}${extra ? ` (${extra})` : ''} · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens${u.source === 'gateway' ? s.dim(' (measured by the gateway)') : ''}`);
   }
+  if (run.user) {
+    const u = run.user;
+    const how = u.mode === 'solo' ? 'solo (the task has a user; the agent got the instruction instead)' : u.mode === 'model' ? `LLM user ${u.model ?? ''}` : 'scripted user';
+    const said = u.messages === undefined ? '' : ` · ${u.messages} message${u.messages === 1 ? '' : 's'}`;
+    const ended = u.endedBy === 'user' ? ' · ended by the user' : u.endedBy === 'max_turns' ? ' · ended at maxTurns' : '';
+    out.push(`${s.dim('user')}        ${how}${said}${ended}`);
+  }
+  if (run.userUsage) {
+    const u = run.userUsage;
+    out.push(`${s.dim('user model')}  ${u.requests} request${u.requests === 1 ? '' : 's'} · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens ${s.dim('(the simulated user: not in the agent\'s usage)')}`);
+  }
   if (run.reportedUsage) {
     const u = run.reportedUsage;
     out.push(`${s.dim('reported')}    ${u.requests} request${u.requests === 1 ? '' : 's'} · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens ${s.dim('(what the agent says, with reportUsage)')}`);
@@ -125,6 +136,16 @@ function formatTimeline(trace: readonly TraceEvent[], s: Style): string[] {
         break;
       case 'agent_threw':
         lines.push(`${at}  ${s.red(e.error.code === 'agent_load_error' ? 'did not load' : e.error.code === 'crashed' || e.error.code === 'agent_exit' ? 'crashed' : 'threw')}: ${e.error.message}`);
+        break;
+      case 'user_message': {
+        // The dialogue with the simulated user, interleaved with the calls it led to.
+        const who = e.from === 'user' ? s.bold('user  ›') : s.cyan('agent ›');
+        const end = e.ended === undefined ? '' : s.dim(e.ended === 'user' ? '  (the user ended the conversation)' : '  (the last reply maxTurns allows)');
+        lines.push(`${at}  ${who} ${indentAfterFirst(clip(e.text, MESSAGE_CHARS), 21)}${end}`);
+        break;
+      }
+      case 'user_error':
+        lines.push(`${at}  ${s.red('user failed')}: ${e.message}`);
         break;
       case 'run_finished':
         lines.push(`${at}  finished: ${e.status}, ${e.termination}`);

@@ -77,8 +77,7 @@ export class Conversation {
   async open(): Promise<string> {
     const text = await this.#ask();
     if (text === null) throw new UserError(this.error ?? 'the rollout ended before the user spoke');
-    this.#userSaid(text);
-    if (this.endedBy === null && this.#maxTurns === 0) this.endedBy = 'max_turns';
+    this.#userSaid(text, false);
     return text;
   }
 
@@ -97,10 +96,7 @@ export class Conversation {
     const reply = await this.#ask();
     if (reply === null) return this.error === null ? fail('aborted', 'the rollout is ending') : fail('user_error', `the simulated user failed: ${this.error}`);
     this.replies++;
-    this.#userSaid(reply);
-    if (this.endedBy === null && this.replies >= this.#maxTurns) {
-      this.endedBy = 'max_turns';
-    }
+    this.#userSaid(reply, this.replies >= this.#maxTurns);
     return { ok: true, reply, ended: this.endedBy !== null };
   }
 
@@ -109,11 +105,13 @@ export class Conversation {
     this.#stop.abort(new Error('the rollout ended'));
   }
 
-  #userSaid(raw: string): void {
+  /** Records a message of the user's; `last`: it is the last reply maxTurns allows. */
+  #userSaid(raw: string, last: boolean): void {
     const text = capText(raw, this.#maxBytes).output ?? '';
     if (STOP_TOKENS.some((token) => text.includes(token))) this.endedBy = 'user';
+    else if (last) this.endedBy = 'max_turns';
     this.messages.push({ role: 'user', text });
-    this.#trace.add({ type: 'user_message', from: 'user', text, ...(this.endedBy === 'user' ? { ended: true as const } : {}) });
+    this.#trace.add({ type: 'user_message', from: 'user', text, ...(this.endedBy === null ? {} : { ended: this.endedBy }) });
   }
 
   /** The speaker's next message, or null (and `error` set) when it failed. */
