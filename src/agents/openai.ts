@@ -5,15 +5,16 @@
  * gateway retries, records each call and its usage, and holds the real key). The loop: the instruction
  * as the prompt, the tools as function tools, every tool call of a response executed (in
  * parallel), the results fed back (failures too, so the model can correct itself), until a
- * reply without tool calls, the signal, or maxTurns. An ordinary agent module: it runs in a worker.
+ * reply without tool calls, the signal, or maxTurns. With a user (`args.user`), a reply without tool
+ * calls is sent to the user and the loop goes on with their answer until the user ends the conversation. An ordinary agent module: it runs in a worker.
  */
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionToolMessageParam } from 'openai/resources/chat/completions';
 import type { AgentArgs } from '../types.js';
 import { renderToolResult, toOpenAITools } from './converters.js';
-import { agentSettings, parseArguments, SYSTEM_PROMPT } from './settings.js';
+import { agentSettings, CONVERSATION_PROMPT, parseArguments, SYSTEM_PROMPT, talk } from './settings.js';
 
-export default async function openaiAgent({ instruction, tools, callTool, signal, log, options }: AgentArgs): Promise<string> {
+export default async function openaiAgent({ instruction, tools, callTool, signal, log, options, user }: AgentArgs): Promise<string> {
   const { model, maxTurns } = agentSettings(options);
   const client = new OpenAI({
     baseURL: process.env.OPENAI_BASE_URL ?? null,
@@ -23,7 +24,7 @@ export default async function openaiAgent({ instruction, tools, callTool, signal
   });
   const functions = toOpenAITools(tools);
   const messages: ChatCompletionMessageParam[] = [
-    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'system', content: user ? CONVERSATION_PROMPT : SYSTEM_PROMPT },
     { role: 'user', content: instruction },
   ];
 
@@ -35,7 +36,14 @@ export default async function openaiAgent({ instruction, tools, callTool, signal
     if (!choice) throw new Error(`the model returned no choices (turn ${turn})`);
     const { message } = choice;
     const calls = message.tool_calls ?? [];
-    if (calls.length === 0) return message.content ?? '';
+    if (calls.length === 0) {
+      // With a user, a text reply is a message to them; their answer is the next user turn.
+      const text = message.content ?? '';
+      const reply = await talk(user, text);
+      if (reply === null) return text;
+      messages.push({ role: 'assistant', content: text }, { role: 'user', content: reply });
+      continue;
+    }
 
     messages.push({ role: 'assistant', content: message.content ?? null, tool_calls: calls });
     // Every call of the response at once: the host runs them in the order they arrive.
