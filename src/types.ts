@@ -572,6 +572,10 @@ export interface EvalOptionsRecord {
   concurrency?: number;
   /** Providers the agent is granted through the gateway (`--provider`). */
   providers?: ('openai' | 'anthropic')[];
+  /** `--user provider:model`: the LLM user of every task that has a user. */
+  user?: string;
+  /** `--solo`: tasks that have a user run without one. */
+  solo?: true;
 }
 
 /** `.silo/evals/<evalId>/summary.json` */

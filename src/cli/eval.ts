@@ -25,6 +25,8 @@ import {
   NO_NETWORK_HELP,
   requireAgent,
   STRICT_HELP,
+  userOptions,
+  type UserFlags,
 } from './options.js';
 import { resolve } from 'node:path';
 import { resolveEvalId } from '../inspect/runs.js';
@@ -36,7 +38,7 @@ import { createStyle } from '../inspect/style.js';
 import { writeReport } from '../inspect/report.js';
 import { baselineLines } from '../eval/compare-table.js';
 
-interface EvalFlags extends ModelFlags {
+interface EvalFlags extends ModelFlags, UserFlags {
   agent?: string;
   isolation: Isolation;
   network: boolean;
@@ -118,10 +120,11 @@ export function registerEval(program: Command): void {
       process.exitCode = await evalCommand(paths, flags, flags.concurrency);
     });
   modelOptions(command);
+  userOptions(command);
 }
 
 /** Options an eval stores and `--resume` reuses: giving them again would be silently ignored. */
-const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns', 'shard', 'evalId', 'strict', 'provider', 'maxModelRequests', 'maxTokens'] as const;
+const STORED = ['agent', 'trials', 'task', 'tag', 'retries', 'reuseWorkers', 'timeout', 'maxToolCalls', 'memory', 'maxTurns', 'shard', 'evalId', 'strict', 'provider', 'maxModelRequests', 'maxTokens', 'user', 'solo'] as const;
 
 function refuseWithResume(paths: string[], command: Command): void {
   const given = STORED.filter((key) => command.getOptionValueSource(key) === 'cli').map((key) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -145,6 +148,9 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
   if (flags.resume === undefined) {
     if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files or folders, e.g. `silo eval fixtures/helpdesk --agent my-agent.ts`');
     requireAgent(flags.agent, 'eval');
+  }
+  if (flags.user !== undefined && flags.solo) {
+    throw new SiloError('SILO_USAGE', '--user and --solo contradict each other: --user has a model play the user, --solo runs without one; drop one');
   }
   if (flags.failOnRegression && flags.baseline === undefined) {
     throw new SiloError('SILO_USAGE', '--fail-on-regression needs --baseline <evalId>: the eval to compare with');
@@ -190,6 +196,9 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
       ...(flags.tag ? { tag: flags.tag } : {}),
       ...(resumed ? { resume: resumed } : {}),
       ...(flags.strict ? { strict: true } : {}),
+      ...(flags.user === undefined ? {} : { user: flags.user }),
+      ...(flags.solo ? { solo: true } : {}),
+      onNote: (message) => process.stderr.write(`note: ${message}\n`),
       ...(flags.reuseWorkers ? { reuseWorkers: true } : {}),
       isolation: flags.isolation,
       ...(flags.network ? {} : { noNetwork: true }),

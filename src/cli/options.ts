@@ -6,6 +6,7 @@ import type { Isolation } from '../pool/pool.js';
 import { DEFAULT_MAX_TURNS } from '../options.js';
 import { CACHE_MODES, type CacheMode } from '../gateway/cache.js';
 import { PROVIDERS, type Provider } from '../gateway/providers.js';
+import { parseUserModel } from '../user/model-user.js';
 
 /** The help text of `--agent` (run and eval). */
 export const AGENT_HELP = 'the agent module (default-exports the agent function), or a built-in agent: openai:<model> or anthropic:<model>';
@@ -73,6 +74,28 @@ export function modelOptions(command: Command): Command {
     .option('--model-concurrency <n>', 'model requests in flight upstream at once, per provider, across all rollouts (default 16); 429/5xx are retried with backoff', integer(1))
     .option('--model-cache <dir>', 'store model responses in <dir> and replay them (keyed by request, task, trial and occurrence): a rerun makes no model request')
     .option('--model-cache-mode <mode>', 'read (replay only), write (store only) or readwrite', cacheMode, 'readwrite');
+}
+
+/** The conversation flags `run` and `eval` share. */
+export interface UserFlags {
+  user?: string;
+  solo?: boolean;
+}
+
+/** `--user provider:model` and `--solo`: who plays the simulated user of tasks that have one. */
+export function userOptions(command: Command): Command {
+  return command
+    .option('--user <provider:model>', "let this model play the simulated user of every task that has a user (over the task's own script or model), e.g. openai:gpt-4o-mini; it is called on the host through the gateway, with your shell's key, and its tokens are counted apart (userUsage)", userModel)
+    .option('--solo', "run tasks that have a user without one: the agent gets the task's instruction (tau2's solo mode)");
+}
+
+function userModel(value: string): string {
+  try {
+    const { provider, model } = parseUserModel(value);
+    return `${provider}:${model}`;
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }
 
 /** The help text of `--max-turns`. */

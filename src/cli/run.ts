@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { join, relative, resolve } from 'node:path';
 import { loadTasks } from '../load.js';
+import { SiloError } from '../errors.js';
 import { selectTasks } from '../filter.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { Diagnosis, RunResult } from '../types.js';
@@ -22,7 +23,10 @@ import {
   NO_NETWORK_HELP,
   requireAgent,
   STRICT_HELP,
+  userOptions,
+  type UserFlags,
 } from './options.js';
+import { soloNote } from '../user/plan.js';
 import { gatewayFor } from '../gateway/shared.js';
 import { createRunner, type Isolation } from '../pool/pool.js';
 import { agentEnv } from '../agents/builtin.js';
@@ -30,7 +34,7 @@ import { createStyle } from '../inspect/style.js';
 import { ms } from '../inspect/show.js';
 import { onInterrupt } from './signals.js';
 
-interface RunFlags extends ModelFlags {
+interface RunFlags extends ModelFlags, UserFlags {
   agent?: string;
   strict?: boolean;
   isolation: Isolation;
@@ -77,6 +81,7 @@ export function registerRun(program: Command): void {
       process.exitCode = await runCommand(taskFile, flags);
     });
   modelOptions(command);
+  userOptions(command);
 }
 
 async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
@@ -88,6 +93,9 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   const providers = flags.provider ?? [];
   // One gateway for every rollout of the command, when the agent reaches a model through it.
   const gateway = gatewayFor(agent, providers, flags);
+  if (flags.user !== undefined && flags.solo) throw new SiloError('SILO_USAGE', '--user and --solo contradict each other: --user has a model play the user, --solo runs without one; drop one');
+  const solo = soloNote(tasks.map((t) => t.task), flags);
+  if (solo) process.stderr.write(`note: ${solo}\n`);
 
   const pool = createRunner(flags.isolation, { noNetwork: !flags.network });
   const s = createStyle(process.stdout);
@@ -103,6 +111,8 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
         agent,
         pool,
         ...(flags.strict ? { strict: true } : {}),
+        ...(flags.user === undefined ? {} : { user: flags.user }),
+        ...(flags.solo ? { solo: true } : {}),
         env,
         ...(providers.length > 0 ? { providers } : {}),
         ...(gateway ? { gateway } : {}),

@@ -31,6 +31,8 @@ import { lockEval } from './lock.js';
 import { resolveEvalId } from '../inspect/runs.js';
 import { suspicion } from '../inspect/diagnose.js';
 import { Tally } from './tally.js';
+import { parseUserModel } from '../user/model-user.js';
+import { soloNote } from '../user/plan.js';
 
 /** Options of runEval. */
 export interface EvalOptions {
@@ -69,6 +71,15 @@ export interface EvalOptions {
   resume?: string;
   /** An ungrounded answer fails the run (a failed `grounded` check) instead of passing with a warning. Stored for `resume`. */
   strict?: boolean;
+  /** The LLM user (`provider:model`) of every task that has a user (`--user`). Stored for `resume`. */
+  user?: string;
+  /** Tasks that have a user run without one (`--solo`). Stored for `resume`. */
+  solo?: boolean;
+  /**
+   * Told once per eval what the user should know but is not an error: tasks whose user has neither
+   * script nor model, run solo without `--user`.
+   */
+  onNote?: (message: string) => void;
   /** The evalId of a new eval (letters, digits, `.`, `_`, `-`); a fresh ULID by default. */
   evalId?: string;
   /** Run only this shard of the (task, trial) pairs (see src/eval/shard.ts); stored for `resume`. */
@@ -152,9 +163,11 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
   checkEnvNames(record.env ?? [], env, previous !== undefined);
   const baseline = options.baseline === undefined ? undefined : baselineReader(options.baseline, outDir);
   // One gateway for the eval: its cap on requests in flight holds across every rollout.
-  const gateway = gatewayFor(record.agent, record.providers ?? [], options);
+  const gateway = gatewayFor(record.agent, record.providers ?? [], { ...options, user: record.user });
 
   const tasks = selectTasks(await loadTasks(record.taskFiles), { task: record.task, tag: record.tag });
+  const solo = soloNote(tasks.map((t) => t.task), record);
+  if (solo) options.onNote?.(solo);
   const tally = new Tally(tasks.map((t) => t.task.id));
   const finished = new Set<string>();
   // Attempts already made per pair: a resumed pair's next attempt gets a number of its own.
@@ -384,6 +397,8 @@ function recordOptions(options: EvalOptions): EvalOptionsRecord {
     ...(shard ? { shard: { index: shard.index, count: shard.count } } : {}),
     ...(options.strict ? { strict: true as const } : {}),
     ...(options.providers && options.providers.length > 0 ? { providers: checkProviders(options.providers) } : {}),
+    ...(options.user === undefined ? {} : { user: `${parseUserModel(options.user).provider}:${parseUserModel(options.user).model}` }),
+    ...(options.solo ? { solo: true as const } : {}),
   };
 }
 

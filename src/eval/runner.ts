@@ -74,6 +74,8 @@ export function localRunner(context: RunnerContext, pool: AgentRunner, slots: nu
         ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
         ...(record.strict ? { strict: true } : {}),
         ...(record.providers ? { providers: record.providers } : {}),
+        ...(record.user === undefined ? {} : { user: record.user }),
+        ...(record.solo ? { solo: true } : {}),
         ...(gateway ? { gateway } : {}),
         outDir,
         pool,

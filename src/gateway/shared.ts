@@ -15,9 +15,10 @@ import type { Provider } from './providers.js';
 export function gatewayFor(
   agent: string,
   providers: readonly Provider[],
-  options: { modelConcurrency?: number | undefined; modelCache?: string | undefined; modelCacheMode?: CacheMode | undefined },
+  options: { modelConcurrency?: number | undefined; modelCache?: string | undefined; modelCacheMode?: CacheMode | undefined; user?: string | undefined },
 ): Gateway | null {
-  if (providers.length === 0 && !/^(openai|anthropic):/.test(agent)) {
+  // An LLM user (`--user`) calls its model through the gateway's upstream too.
+  if (providers.length === 0 && !/^(openai|anthropic):/.test(agent) && options.user === undefined) {
     const given = [options.modelCache === undefined ? '' : '--model-cache', options.modelConcurrency === undefined ? '' : '--model-concurrency'].filter(Boolean);
     if (given.length > 0) throw new SiloError('SILO_USAGE', `${given.join(' and ')} apply to model calls through the gateway; grant the agent a provider with --provider openai|anthropic (or use a built-in agent)`);
     return null;

@@ -110,6 +110,8 @@ class QueueCoordinator implements RolloutRunner {
       ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
       ...(record.strict ? { strict: true as const } : {}),
       ...(record.providers && record.providers.length > 0 ? { providers: record.providers } : {}),
+      ...(record.user === undefined ? {} : { user: record.user }),
+      ...(record.solo ? { solo: true as const } : {}),
     };
     const jobId = jobIdOf(loaded.task.id, trial, attempt);
     const done = new Promise<RunResult[]>((resolve, reject) => this.#waiters.set(jobId, { jobId, taskId: loaded.task.id, resolve, reject }));

@@ -42,6 +42,10 @@ export interface RolloutJob {
   strict?: true;
   /** Providers the agent reaches through the gateway; each worker's own gateway uses its own keys. */
   providers?: ('openai' | 'anthropic')[];
+  /** `--user provider:model`: the LLM user, called by each worker with its own keys. */
+  user?: string;
+  /** `--solo`. */
+  solo?: true;
 }
 
 /** The artifact files of a run, by name, as text. */

@@ -144,6 +144,8 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         ...(d.strict === true ? { strict: true } : {}),
         // This machine's gateway, with this machine's keys.
         ...(Array.isArray(d.providers) && d.providers.length > 0 ? { providers: d.providers } : {}),
+        ...(typeof d.user === 'string' ? { user: d.user } : {}),
+        ...(d.solo === true ? { solo: true } : {}),
         outDir: work,
         pool: pool(d.reuseWorkers),
         evalId: d.evalId,

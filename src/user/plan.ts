@@ -23,6 +23,17 @@ export function userPlan(task: Task, { user, solo }: { user?: string | undefined
   return { mode: 'solo', spec, implicit: true };
 }
 
+/**
+ * The note an eval or a run prints once when tasks have a user with neither script nor model and
+ * no `--user` was given: they run solo, as they did before conversations existed.
+ */
+export function soloNote(tasks: readonly Task[], options: { user?: string | undefined; solo?: boolean | undefined }): string | null {
+  if (options.user !== undefined || options.solo) return null;
+  const n = tasks.filter((t) => t.user !== undefined && t.user.script === undefined && t.user.model === undefined).length;
+  if (n === 0) return null;
+  return `${n} task${n === 1 ? ' has a user' : 's have users'} with neither a script nor a model: run solo (the agent gets the task's instruction); pass --user openai:<model> (or anthropic:<model>) to have an LLM play the user, or --solo to say so`;
+}
+
 /** Checks a task's `user` as loaded (a one-line reason, or null when it is well-formed). */
 export function userProblem(user: unknown): string | null {
   if (user === undefined) return null;
