@@ -523,6 +523,8 @@ export interface RunResult {
   toolCalls: number;
   /** Model usage measured by the gateway, when the agent was granted a provider. */
   usage?: UsageTotals;
+  /** The LLM user's model usage, apart from the agent's. */
+  userUsage?: UsageTotals;
 }
 
 /** Per-task statistics of an eval (summary.json `tasks`). */
@@ -548,6 +550,8 @@ export interface TaskStats {
   suspicious: number;
   /** Model usage of the task's runs (retried ones included: they were paid for), when any was measured. */
   usage?: UsageTotals;
+  /** The LLM user's model usage over the task's runs, apart from the agent's. */
+  userUsage?: UsageTotals;
 }
 
 /** What an eval was asked to do; stored so that `--resume` can do the same. */
@@ -606,6 +610,8 @@ export interface EvalSummary {
     passRateCi95: [number, number] | null;
     /** Model usage of every run, when any was measured. */
     usage?: UsageTotals;
+    /** The LLM user's model usage over every run, apart from the agent's. */
+    userUsage?: UsageTotals;
   };
   /** The comparison with the eval given as `--baseline` (see `silo compare`). */
   baseline?: BaselineRecord;
@@ -644,4 +650,6 @@ export interface EvalRunLine {
   error?: ErrorInfo;
   /** Model usage measured by the gateway. */
   usage?: UsageTotals;
+  /** The LLM user's model usage. */
+  userUsage?: UsageTotals;
 }

@@ -55,6 +55,10 @@ export function tableReport(summary: EvalSummary, s: Style): string {
     const u = t.usage;
     out.push(s.dim(`model: ${u.requests} requests · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens (per task in summary.json)`));
   }
+  if (t.userUsage) {
+    const u = t.userUsage;
+    out.push(s.dim(`user model: ${u.requests} requests · ${u.inputTokens} input tokens · ${u.outputTokens} output tokens (the simulated users, apart from the agent)`));
+  }
   return out.join('\n');
 }
 

@@ -369,6 +369,7 @@ export function toLine(result: RunResult, trial: number, retried: boolean): Eval
     ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
     ...(suspicious ? { suspicious: suspicious.message } : {}),
     ...(result.usage ? { usage: result.usage } : {}),
+    ...(result.userUsage ? { userUsage: result.userUsage } : {}),
   };
 }
 

@@ -14,6 +14,8 @@ interface TaskTally {
   durations: number[];
   /** Model usage of the task's runs, retried ones included (they were paid for). */
   usage?: UsageTotals;
+  /** The LLM user's, likewise. */
+  userUsage?: UsageTotals;
 }
 
 function addUsage(total: UsageTotals | undefined, usage: UsageTotals): UsageTotals {
@@ -39,6 +41,7 @@ export class Tally {
     const task = this.#tasks.get(line.taskId);
     // Tokens are spent whatever became of the run.
     if (task && line.usage) task.usage = addUsage(task.usage, line.usage);
+    if (task && line.userUsage) task.userUsage = addUsage(task.userUsage, line.userUsage);
     if (line.retried) {
       this.#retries++;
       return;
@@ -82,6 +85,7 @@ export class Tally {
   stats(trials: number): Pick<EvalSummary, 'tasks' | 'totals'> {
     const tasks: TaskStats[] = [];
     let usage: UsageTotals | undefined;
+    let userUsage: UsageTotals | undefined;
     let passed = 0;
     let failed = 0;
     let errors = 0;
@@ -106,8 +110,10 @@ export class Tally {
         flaky: t.passed > 0 && t.failed > 0,
         suspicious: t.suspicious,
         ...(t.usage ? { usage: { ...t.usage } } : {}),
+        ...(t.userUsage ? { userUsage: { ...t.userUsage } } : {}),
       });
       if (t.usage) usage = addUsage(usage, t.usage);
+      if (t.userUsage) userUsage = addUsage(userUsage, t.userUsage);
     }
     const n = passed + failed;
     return {
@@ -122,6 +128,7 @@ export class Tally {
         passRate: n === 0 ? null : passed / n,
         passRateCi95: wilson95(passed, n),
         ...(usage ? { usage } : {}),
+        ...(userUsage ? { userUsage } : {}),
       },
     };
   }

@@ -325,6 +325,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     durationMs,
     toolCalls: record.toolCalls,
     ...(usage ? { usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, requests: usage.requests } } : {}),
+    ...(userUsage ? { userUsage: { inputTokens: userUsage.inputTokens, outputTokens: userUsage.outputTokens, requests: userUsage.requests } } : {}),
   };
 }
 

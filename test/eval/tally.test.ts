@@ -178,6 +178,14 @@ describe('Tally', () => {
     expect(totals.usage).toEqual({ inputTokens: 100, outputTokens: 10, requests: 4 });
   });
 
+  it('totals the simulated users’ tokens apart from the agents’', () => {
+    const both = (n: number) => ({ usage: { inputTokens: n, outputTokens: n, requests: 1 }, userUsage: { inputTokens: 100 * n, outputTokens: 10 * n, requests: 2 } });
+    const { tasks, totals } = tallyOf(['a', 'b'], [line('a', 'passed', both(1)), line('b', 'failed', both(2))]).stats(1);
+    expect(tasks.map((t) => t.userUsage)).toEqual([{ inputTokens: 100, outputTokens: 10, requests: 2 }, { inputTokens: 200, outputTokens: 20, requests: 2 }]);
+    expect(totals.userUsage).toEqual({ inputTokens: 300, outputTokens: 30, requests: 4 });
+    expect(totals.usage).toEqual({ inputTokens: 3, outputTokens: 3, requests: 2 });
+  });
+
   it('gives null totals rates before any graded run', () => {
     const { totals } = new Tally(['t']).stats(1);
     expect(totals).toEqual({ runs: 0, passed: 0, failed: 0, errors: 0, retries: 0, suspicious: 0, passRate: null, passRateCi95: null });

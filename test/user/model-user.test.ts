@@ -67,6 +67,8 @@ describe('the LLM user', () => {
       expect(files.run.user).toEqual({ mode: 'model', model: 'openai:user-model', messages: 5, endedBy: 'user' });
       expect(files.run.usage).toMatchObject({ inputTokens: 360, outputTokens: 22, requests: 3, source: 'gateway' });
       expect(files.run.userUsage).toEqual({ inputTokens: 180, outputTokens: 14, requests: 3 });
+      expect(r.usage).toEqual({ inputTokens: 360, outputTokens: 22, requests: 3 });
+      expect(r.userUsage).toEqual({ inputTokens: 180, outputTokens: 14, requests: 3 });
       const calls = eventsOf(files.trace, 'model_call');
       expect(calls.map((c) => c.actor ?? 'agent')).toEqual(['user', 'agent', 'user', 'agent', 'agent', 'user']);
       expect(calls.at(-1)).toMatchObject({ actor: 'user', retries: 1 });
@@ -115,6 +117,35 @@ describe('the LLM user', () => {
       expect(r.status).toBe('error');
       expect(r.error).toMatchObject({ code: 'user_error', message: expect.stringMatching(/user's model \(openai:user-model\) failed after 2 retries/) });
       expect(server.requests).toHaveLength(5);
+    } finally {
+      await gateway.close();
+      await server.close();
+    }
+  });
+
+  it('anthropic:<model> as the agent converses too: its text goes to the user, the answer comes back as a user turn', async () => {
+    const server = await scriptedServer([
+      () => openaiReply({ content: 'Hi, one of my tickets can be closed.', usage: { prompt: 5, completion: 5 } }),
+      () => anthropicReply({ text: 'Which ticket?', usage: { input: 10, output: 3 } }),
+      () => openaiReply({ content: 'Ticket t3.', usage: { prompt: 5, completion: 5 } }),
+      () => anthropicReply({ toolUses: [{ id: 'tu1', name: 'update_ticket', input: { ticket_id: 't3', status: 'closed' } }], usage: { input: 20, output: 6 } }),
+      () => anthropicReply({ text: 'Closed t3 for you.', usage: { input: 30, output: 5 } }),
+      () => openaiReply({ content: '###STOP###', usage: { prompt: 5, completion: 1 } }),
+    ]);
+    const gateway = gatewayFor(server);
+    try {
+      const r = await runRollout({ task: closeTicket, agent: 'anthropic:claude-agent', user: 'openai:user-model', gateway, outDir: out.dir });
+      expect(r.status, JSON.stringify(r.checks)).toBe('passed');
+      expect(r.output).toBe('Closed t3 for you.');
+      const second = server.requests[3]!.body;
+      expect(second.system).toMatch(/sent to the user/);
+      expect(second.messages).toEqual([
+        { role: 'user', content: 'Hi, one of my tickets can be closed.' },
+        { role: 'assistant', content: [{ type: 'text', text: 'Which ticket?' }] },
+        { role: 'user', content: 'Ticket t3.' },
+      ]);
+      expect(r.usage).toEqual({ inputTokens: 60, outputTokens: 14, requests: 3 });
+      expect(r.userUsage).toEqual({ inputTokens: 15, outputTokens: 11, requests: 3 });
     } finally {
       await gateway.close();
       await server.close();
