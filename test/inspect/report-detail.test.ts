@@ -55,6 +55,33 @@ function loaded(trace: TraceEvent[], extra: Partial<LoadedRun> = {}): LoadedRun 
 const started: TraceEvent = { seq: 0, t: 0, type: 'run_started', taskId: 'demo/task', agent: 'agent.mjs', seed: 3 };
 
 describe('runDetail', () => {
+  it('interleaves the dialogue with the simulated user with the calls, and says who the user was and what it cost', () => {
+    const trace = [
+      started,
+      { seq: 1, t: 1, type: 'user_message', from: 'user', text: 'Close my ticket' },
+      { seq: 2, t: 2, type: 'user_message', from: 'agent', text: 'Which one?' },
+      { seq: 3, t: 3, type: 'user_message', from: 'user', text: 't1' },
+      { seq: 4, t: 5, type: 'tool_call', callId: 1, name: 'close', input: { id: 't1' } },
+      { seq: 5, t: 7, type: 'tool_result', callId: 1, durationMs: 2, ok: true, value: true },
+      { seq: 6, t: 8, type: 'user_message', from: 'agent', text: 'Closed.' },
+      { seq: 7, t: 9, type: 'user_message', from: 'user', text: '###STOP###', ended: 'user' },
+      { seq: 8, t: 10, type: 'user_error', message: 'boom' },
+    ] as TraceEvent[];
+    const base = loaded(trace);
+    const d = runDetail({ ...base, run: { ...base.run, user: { mode: 'model', model: 'openai:u', messages: 5, endedBy: 'user' }, userUsage: { inputTokens: 9, outputTokens: 2, requests: 2 } } }, CAPS);
+    expect(d.timeline.map((v) => (v.kind === 'call' ? `call ${v.name}` : `${v.kind} ${v.text}`)).slice(1)).toEqual([
+      'heard Close my ticket',
+      'said Which one?',
+      'heard t1',
+      'call close',
+      'said Closed.',
+      'heard ###STOP### (the user ended the conversation)',
+      'user_error the simulated user failed: boom',
+    ]);
+    expect(d.user).toBe('LLM user openai:u · 5 messages · ended by the user');
+    expect(d.userUsage).toEqual({ inputTokens: 9, outputTokens: 2, requests: 2 });
+  });
+
   it('shows each call with its input, its result or error, its duration and the changes it made', () => {
     const changes: Change[] = [
       { kind: 'E', path: ['tickets', 't1', 'status'], lhs: 'open', rhs: 'closed' },
