@@ -3,6 +3,8 @@
 //   toolCall      a bare worker→host MessagePort JSON round trip vs Silo's callTool in threads;
 //                 and through the sandbox process (the default isolation) vs the same hops without
 //                 Silo (a worker in a child process, relayed by its main thread over a socket)
+//   userMessage   a message to a scripted user who answers at once (user.send over the rollout's
+//                 port, the user's turn and the two user_message events) vs a tool call
 //   rollout       a bare Worker start+exit vs a whole Silo rollout of a trivial agent (and reuse mode)
 //   sandbox       each level of the sandbox process (bubblewrap's jail, namespaces only, a plain
 //                 process) against a bare Node process start: a new sandbox's first rollout, rollouts
@@ -215,6 +217,21 @@ const perCall = async (runner) => {
 const callSamples = await perCall(pool);
 const sandboxCallUs = median(await perCall(sandbox));
 const siloUs = median(callSamples);
+// The user channel: a message to a scripted user who answers at once, against a tool call.
+log('userMessage …');
+const perMessage = async (runner) => {
+  const samples = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await runRollout({ task: bench.get('bench/talk-1000'), agent: 'fixtures/agents/bench-talker.mjs', outDir: out, pool: runner, seed: 1 });
+    if (r.status !== 'passed') throw new Error(`bench conversation failed: ${JSON.stringify(r)}`);
+    const run = JSON.parse(readFileSync(join(r.runDir, 'run.json'), 'utf8'));
+    samples.push((run.phases.agentMs / MESSAGES) * 1000);
+  }
+  return median(samples);
+};
+const MESSAGES = 1000;
+const messageUs = await perMessage(pool);
+const sandboxMessageUs = await perMessage(sandbox);
 
 // rollout
 log('rollout …');
@@ -415,6 +432,14 @@ const result = {
     bareProcessRttUs: round(bareProcessRttUs, 1),
     sandboxRatio: round(sandboxCallUs / bareProcessRttUs, 2),
   },
+  userMessage: {
+    // One user.send and its reply (a scripted user answering at once), in threads and through the sandbox.
+    siloUs: round(messageUs, 1),
+    ratioToBareRtt: round(messageUs / bareRttUs, 2),
+    ratioToToolCall: round(messageUs / siloUs, 2),
+    sandboxUs: round(sandboxMessageUs, 1),
+    sandboxRatioToToolCall: round(sandboxMessageUs / sandboxCallUs, 2),
+  },
   rollout: {
     bareWorkerMs: round(bareWorkerMs, 2),
     isolatedMs: round(isolatedMs, 2),
@@ -467,6 +492,7 @@ if (json) {
   console.log(`artifacts in ${r.fileSystem.dir}: a folder with one file (mkdir, write, rename) costs ${r.fileSystem.folderWithFileUs} µs here now\n`);
   console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5)`);
   console.log(`              through the sandbox process ${r.toolCall.sandboxUs} µs · the same hops without Silo ${r.toolCall.bareProcessRttUs} µs · ratio ${r.toolCall.sandboxRatio}`);
+  console.log(`user message  Silo user.send + a scripted reply ${r.userMessage.siloUs} µs · ratio to the bare round trip ${r.userMessage.ratioToBareRtt} · to a tool call ${r.userMessage.ratioToToolCall} · through the sandbox ${r.userMessage.sandboxUs} µs (${r.userMessage.sandboxRatioToToolCall}× its tool call)`);
   console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms · granted a provider (a gateway token each) ${r.rollout.withProviderMs} ms`);
   console.log(describeSandboxLevels(r.sandboxLevels));
   console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
