@@ -385,8 +385,10 @@ export interface RunRecord {
   durationMs: number | null;
   /** Sum of tool durations, ms. */
   toolTimeMs: number;
-  /** Time the agent spent outside tools (thinking), ms. */
+  /** Time the agent spent outside tools (thinking), ms; without the simulated user's replies. */
   agentTimeMs: number | null;
+  /** Time spent waiting for the simulated user's replies, ms (a task with a user). */
+  userTimeMs?: number;
   /** Calls that went past the limit check. */
   toolCalls: number;
   /** Calls refused by a limit or after the signal; they ran nothing. */

@@ -45,7 +45,8 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
     const how = u.mode === 'solo' ? 'solo (the task has a user; the agent got the instruction instead)' : u.mode === 'model' ? `LLM user ${u.model ?? ''}` : 'scripted user';
     const said = u.messages === undefined ? '' : ` · ${u.messages} message${u.messages === 1 ? '' : 's'}`;
     const ended = u.endedBy === 'user' ? ' · ended by the user' : u.endedBy === 'max_turns' ? ' · ended at maxTurns' : '';
-    out.push(`${s.dim('user')}        ${how}${said}${ended}`);
+    const waited = run.userTimeMs === undefined ? '' : ` · replies took ${ms(run.userTimeMs)}`;
+    out.push(`${s.dim('user')}        ${how}${said}${ended}${waited}`);
   }
   if (run.userUsage) {
     const u = run.userUsage;

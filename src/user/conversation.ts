@@ -5,6 +5,7 @@
  * token or at maxTurns, and turns a user that fails into `user_error`. Nothing the agent sends
  * makes it throw: every refusal is a value.
  */
+import { performance } from 'node:perf_hooks';
 import { DEFAULT_USER_MAX_TURNS, USER_MESSAGE_MAX_BYTES, USER_REPLY_TIMEOUT_MS } from '../options.js';
 import type { Trace } from '../rollout/trace.js';
 import { capText } from '../rollout/output.js';
@@ -47,6 +48,8 @@ export class Conversation {
   endedBy: EndedBy | null = null;
   /** Why the user failed, once it did: the run is an error (`user_error`). */
   error: string | null = null;
+  /** Time spent waiting for the user's replies to the agent (the opening line not counted), ms. */
+  replyMs = 0;
 
   readonly #speaker: Speaker;
   readonly #trace: Trace;
@@ -91,9 +94,11 @@ export class Conversation {
     if (text.trim() === '') return fail('invalid_input', 'the message is empty; send some text');
     // The worker checks the size too, but what it sends is the agent's to forge.
     if (Buffer.byteLength(text, 'utf8') > this.#maxBytes) return fail('too_large', `the message is over the ${this.#maxBytes}-byte cap of one message to the user; send a shorter one`);
-    this.messages.push({ role: 'agent', text });
+    this.messages.push(Object.freeze({ role: 'agent' as const, text }));
     this.#trace.add({ type: 'user_message', from: 'agent', text });
+    const asked = performance.now();
     const reply = await this.#ask();
+    this.replyMs += performance.now() - asked;
     if (reply === null) return this.error === null ? fail('aborted', 'the rollout is ending') : fail('user_error', `the simulated user failed: ${this.error}`);
     this.replies++;
     this.#userSaid(reply, this.replies >= this.#maxTurns);
@@ -110,7 +115,7 @@ export class Conversation {
     const text = capText(raw, this.#maxBytes).output ?? '';
     if (STOP_TOKENS.some((token) => text.includes(token))) this.endedBy = 'user';
     else if (last) this.endedBy = 'max_turns';
-    this.messages.push({ role: 'user', text });
+    this.messages.push(Object.freeze({ role: 'user' as const, text }));
     this.#trace.add({ type: 'user_message', from: 'user', text, ...(this.endedBy === null ? {} : { ended: this.endedBy }) });
   }
 
@@ -119,7 +124,8 @@ export class Conversation {
     let text: unknown;
     try {
       const answer = await within(
-        this.#speaker.next(this.messages.map((m) => ({ ...m })), this.replies, this.#stop.signal),
+        // Messages are frozen as they are added: a shallow copy keeps the user from changing ours.
+        this.#speaker.next(this.messages.slice(), this.replies, this.#stop.signal),
         this.#replyTimeoutMs,
       );
       if (answer === TIMED_OUT) throw new Error(`no reply within ${this.#replyTimeoutMs} ms`);

@@ -27,7 +27,7 @@ describe('silo and conversations', () => {
     const [row] = JSON.parse(json.stdout);
     const shown = await runSilo(['show', row.runDir]);
     expect(shown.code).toBe(0);
-    expect(shown.stdout).toMatch(/user {8}scripted user · 7 messages · ended by the user/);
+    expect(shown.stdout).toMatch(/user {8}scripted user · 7 messages · ended by the user · replies took /);
     expect(shown.stdout).toMatch(/user {2}› Hi, this is Tomás from sales\. One of my tickets can be closed now\./);
     expect(shown.stdout).toMatch(/agent › Happy to help\. Could you tell me the ticket for this\?/);
     expect(shown.stdout).toMatch(/user {2}› Great, thank you\. That is all I needed\. ###STOP### {2}\(the user ended the conversation\)/);
