@@ -141,4 +141,19 @@ describe('hostile agents and the user', () => {
     expect(eventsOf(files.trace, 'user_message')).toHaveLength(11);
     expect(files.trace.some((e) => e.type === 'user_message' && e.text.length > 100)).toBe(false);
   });
+
+  it('messages forged on the port are checked by the host: too large, not text, a made-up refusal; the user hears only the real one', async () => {
+    const heard: string[] = [];
+    const task = makeTask(() => [{ name: 'ok', pass: true }], {
+      user: { instruction: 'brief', script: (c) => { if (c.length > 0) heard.push(c.at(-1)!.text); return 'go on'; } },
+    });
+    const r = await runRollout({ task, agent: 'fixtures/agents/hostile/forges-user-messages.ts', outDir: out.dir });
+    const { replies, ordinary } = JSON.parse(r.output!);
+    expect(replies[900]).toMatchObject({ ok: false, error: { code: 'too_large' } });
+    expect(replies[901]).toMatchObject({ ok: false, error: { code: 'invalid_input' } });
+    expect(replies[902]).toEqual({ ok: false, error: { code: 'invalid_input', message: 'user.send takes a string' } });
+    expect(ordinary).toEqual({ ok: true, reply: 'go on', ended: false });
+    expect(heard).toEqual(['an ordinary message']);
+    expect(eventsOf(readRunFiles(r.runDir).trace, 'user_message')).toHaveLength(3);
+  });
 });
