@@ -204,8 +204,17 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
           ? scriptedUser(plan.spec, seed)
           : modelUser(new HostModelClient(gateway!, { actor: 'user', log: models!, taskId: task.id, trial: options.trial ?? null }), plan.model, plan.spec.instruction);
       conversation = new Conversation(speaker, trace, plan.spec.maxTurns === undefined ? {} : { maxTurns: plan.spec.maxTurns });
-      const opening = await conversation.open();
-      instruction = task.policy ? `${task.policy}\n\n${opening}` : opening;
+      // A cancel while an LLM user writes its opening line abandons it.
+      const talking = conversation;
+      const stop = (): void => talking.close();
+      options.signal?.addEventListener('abort', stop, { once: true });
+      if (options.signal?.aborted) stop();
+      try {
+        const opening = await conversation.open();
+        instruction = task.policy ? `${task.policy}\n\n${opening}` : opening;
+      } finally {
+        options.signal?.removeEventListener('abort', stop);
+      }
     }
     try {
       phase = await drive({ instruction, toolbox, limits, trace, signal: options.signal, conversation });
@@ -238,14 +247,17 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
       err instanceof EnvironmentError
         ? { code: 'environment_error', message: err.message }
         : err instanceof UserError
-          ? { code: 'user_error', message: `the simulated user could not start the conversation: ${err.message}` }
+          ? options.signal?.aborted
+            ? { code: 'cancelled', message: 'the rollout was cancelled' }
+            : { code: 'user_error', message: `the simulated user could not start the conversation: ${err.message}` }
           : { ...toErrorInfo(err), code: 'internal_error' };
   }
   // A user that failed leaves no grade to trust: the run is an error, whatever the agent did.
   if (!error && conversation?.error) error = { code: 'user_error', message: `the simulated user failed: ${conversation.error}` };
 
   // 9. Artifacts.
-  const termination: Termination = phase?.termination ?? 'not_started';
+  // A cancel before the agent started (while a user wrote its opening line) is a cancel all the same.
+  const termination: Termination = phase?.termination ?? (error?.code === 'cancelled' ? 'cancelled' : 'not_started');
   if (!error && phase?.termination === 'load_error') {
     error = { code: 'agent_load_error', message: phase.error?.message ?? 'the agent module did not load' };
   }

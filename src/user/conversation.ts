@@ -58,6 +58,8 @@ export class Conversation {
   readonly #replyTimeoutMs: number;
   #onError: ((message: string) => void) | undefined;
   readonly #stop = new AbortController();
+  /** Rejects when close() is called: a user that ignores the signal (a script) is not waited for. */
+  readonly #stopped = new Promise<never>((_, reject) => this.#stop.signal.addEventListener('abort', () => reject(new Error('closed')), { once: true }));
 
   constructor(speaker: Speaker, trace: Trace, options: ConversationOptions = {}) {
     this.#speaker = speaker;
@@ -65,6 +67,7 @@ export class Conversation {
     this.#maxTurns = options.maxTurns ?? DEFAULT_USER_MAX_TURNS;
     this.#maxBytes = options.maxBytes ?? USER_MESSAGE_MAX_BYTES;
     this.#replyTimeoutMs = options.replyTimeoutMs ?? USER_REPLY_TIMEOUT_MS;
+    this.#stopped.catch(() => {});
   }
 
   /** Called once when the user fails (the run becomes an error: whoever drives the agent stops it). */
@@ -125,7 +128,7 @@ export class Conversation {
     try {
       const answer = await within(
         // Messages are frozen as they are added: a shallow copy keeps the user from changing ours.
-        this.#speaker.next(this.messages.slice(), this.replies, this.#stop.signal),
+        Promise.race([this.#speaker.next(this.messages.slice(), this.replies, this.#stop.signal), this.#stopped]),
         this.#replyTimeoutMs,
       );
       if (answer === TIMED_OUT) throw new Error(`no reply within ${this.#replyTimeoutMs} ms`);

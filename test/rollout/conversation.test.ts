@@ -117,6 +117,13 @@ describe('the user channel', () => {
     expect(r).toMatchObject({ status: 'error', termination: 'not_started', error: { code: 'user_error', message: expect.stringMatching(/no opening/) } });
   });
 
+  it('a cancel while the user writes its opening line: the run is cancelled, not a user error', async () => {
+    const controller = new AbortController();
+    const task = makeTask(() => [{ name: 'ok', pass: true }], { user: { instruction: 'brief', script: () => new Promise<string>(() => setTimeout(() => controller.abort(), 10)) } });
+    const r = await runRollout({ task, agent: ECHO, outDir: out.dir, isolation: 'thread', signal: controller.signal });
+    expect(r).toMatchObject({ status: 'error', termination: 'cancelled', error: { code: 'cancelled' } });
+  });
+
   it('refuses what is not text; after the conversation ended, send answers conversation_ended', async () => {
     const task = makeTask(() => [{ name: 'ok', pass: true }], { user: { instruction: 'brief', script: (c) => (c.length === 0 ? 'hi' : 'thanks ###STOP###') } });
     const r = await runRollout({ task, agent: ECHO, agentOptions: { say: ['done', 'more?'] }, outDir: out.dir, isolation: 'thread' });

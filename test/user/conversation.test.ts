@@ -97,3 +97,13 @@ describe('Conversation', () => {
     expect(c.error).toBeNull();
   });
 });
+
+describe('Conversation, closed', () => {
+  it('close() does not wait for a script that never answers', async () => {
+    const c = new Conversation({ next: () => new Promise(() => {}) }, new Trace(null));
+    const opening = c.open();
+    c.close();
+    await expect(opening).rejects.toThrow(/the rollout ended before the user spoke/);
+    expect(c.error).toBeNull();
+  });
+});
