@@ -27,6 +27,31 @@ function run(partial: Partial<DiagnoseInput> & { trace: TraceEvent[] }): ReturnT
 const codes = (findings: ReturnType<typeof diagnose>): string[] => findings.map((f) => f.code);
 const change = { kind: 'E', path: ['tickets', 't3', 'status'], lhs: 'open', rhs: 'closed' } as never;
 
+describe('diagnose, conversations', () => {
+  const said = (from: 'agent' | 'user', text: string, ended?: 'user' | 'max_turns'): TraceEventInput => ({ type: 'user_message', from, text, ...(ended ? { ended } : {}) });
+  const write = (id: string): TraceEventInput[] => {
+    const [c, r] = call('update_ticket', { ticket_id: id }, ok());
+    return [c!, { ...(r as object), changes: [change] } as TraceEventInput];
+  };
+  const failedCheck: Check[] = [{ name: 't3 is closed', pass: false }];
+
+  it('flags a write before the user answered anything (never_asked), at the write', () => {
+    const trace = traceOf(started, said('user', 'close my ticket'), ...write('t1'), said('agent', 'Done.'), said('user', 'bye ###STOP###', 'user'), returned('Done.'));
+    const findings = run({ trace, changes: [change], checks: failedCheck, output: 'Done.', status: 'failed' });
+    expect(findings.find((f) => f.code === 'never_asked')).toEqual({ code: 'never_asked', seq: 2, at: 'call #' + nextId, message: expect.stringMatching(/before the user had answered anything — it had not asked yet/) });
+    expect(findings.find((f) => f.code === 'user_gave_up')?.message).toMatch(/^the user ended the conversation with the task not done \(after 1 message\(s\)/);
+  });
+
+  it('no never_asked when the write came after a reply, nor in a run that passed; user_gave_up names maxTurns', () => {
+    const trace = traceOf(started, said('user', 'close my ticket'), said('agent', 'Which?'), said('user', 't1', 'max_turns'), ...write('t1'), returned('Done.'));
+    const failed = run({ trace, changes: [change], checks: failedCheck, output: 'Done.', status: 'failed' });
+    expect(codes(failed)).not.toContain('never_asked');
+    expect(failed.find((f) => f.code === 'user_gave_up')?.message).toMatch(/the last reply maxTurns allows/);
+    const early = traceOf(started, said('user', 'close t3'), ...write('t3'), returned('Closed t3.'));
+    expect(codes(run({ trace: early, changes: [change], output: 'Closed t3.' }))).toEqual([]);
+  });
+});
+
 describe('diagnose', () => {
   it('finds nothing in a clean passing run', () => {
     const trace = traceOf(started, ...call('update_ticket', { ticket_id: 't3' }, ok()), returned('Closed t3.'));
