@@ -31,7 +31,7 @@ describe('diagnose, conversations', () => {
   const said = (from: 'agent' | 'user', text: string, ended?: 'user' | 'max_turns'): TraceEventInput => ({ type: 'user_message', from, text, ...(ended ? { ended } : {}) });
   const write = (id: string): TraceEventInput[] => {
     const [c, r] = call('update_ticket', { ticket_id: id }, ok());
-    return [c!, { ...(r as object), changes: [change] } as TraceEventInput];
+    return [c!, { ...(r as object), changes: [change] } as unknown as TraceEventInput];
   };
   const failedCheck: Check[] = [{ name: 't3 is closed', pass: false }];
 
