@@ -82,7 +82,9 @@ function checkTask(value: unknown, where: string): Task {
   };
   if (typeof t !== 'object' || t === null) bad('is not an object; use defineTask({ id, environment, instruction, verify })');
   if (typeof t!.id !== 'string' || t!.id === '') bad('needs an id (a non-empty string)');
-  if (typeof t!.instruction !== 'string') bad('needs an instruction (a string)');
+  // A task with a user may leave its instruction out: run solo, the agent gets the user's brief.
+  const briefOnly = t!.instruction === undefined && typeof (t!.user as { instruction?: unknown } | undefined)?.instruction === 'string';
+  if (typeof t!.instruction !== 'string' && !briefOnly) bad('needs an instruction (a string), or a user with an instruction');
   if (typeof t!.verify !== 'function') bad('needs a verify function: ({ initial, final, output, trace }) => checks');
   if (t!.mayChange !== undefined && (!Array.isArray(t!.mayChange) || t!.mayChange.some((p) => typeof p !== 'string'))) {
     bad('has a mayChange that is not an array of path patterns');
@@ -91,7 +93,7 @@ function checkTask(value: unknown, where: string): Task {
   if (userBad) bad(userBad);
   if (t!.policy !== undefined && typeof t!.policy !== 'string') bad('has a policy that is not a string');
   checkEnvironment(t!.environment, bad);
-  return t as Task;
+  return briefOnly ? ({ ...t, instruction: t!.user!.instruction } as Task) : (t as Task);
 }
 
 function checkEnvironment(env: Environment | undefined, bad: (what: string, code?: SiloErrorCode) => never): void {

@@ -71,6 +71,16 @@ describe('loadTasks', () => {
     expect(message).toContain('needs a verify function: ({ initial, final, output, trace }) => checks');
   });
 
+  it('reports a user whose model is not provider:model, saying what it takes', async () => {
+    const message = await loadError([broken('bad-user.mjs')], 'SILO_TASK_INVALID');
+    expect(message).toMatch(/\(broken\/bad-user-model\) has a bad user: user\.model takes provider:model, e\.g\. openai:gpt-4o-mini/);
+  });
+
+  it('takes a task with a user and no instruction: its instruction is the user’s brief', async () => {
+    const [loaded] = await loadTasks([resolve('fixtures/tasks/user-only.mjs')]);
+    expect(loaded!.task.instruction).toBe('I want my order cancelled.');
+  });
+
   it('reports a tool with a broken schema (SILO_SCHEMA_INVALID), naming the file, the tool and the problem', async () => {
     const message = await loadError([broken('broken-schema.ts')], 'SILO_SCHEMA_INVALID');
     expect(message).toContain(broken('broken-schema.ts'));
