@@ -83,8 +83,7 @@ export class Conversation {
   async open(): Promise<string> {
     const text = await this.#ask();
     if (text === null) throw new UserError(this.error ?? 'the rollout ended before the user spoke');
-    this.#userSaid(text, false);
-    return text;
+    return this.#userSaid(text, false);
   }
 
   /** A message from the agent (`user.send`): the user's reply, or why there is none. */
@@ -104,8 +103,9 @@ export class Conversation {
     this.replyMs += performance.now() - asked;
     if (reply === null) return this.error === null ? fail('aborted', 'the rollout is ending') : fail('user_error', `the simulated user failed: ${this.error}`);
     this.replies++;
-    this.#userSaid(reply, this.replies >= this.#maxTurns);
-    return { ok: true, reply, ended: this.endedBy !== null };
+    // The agent gets the reply as it is recorded (cut at the cap).
+    const said = this.#userSaid(reply, this.replies >= this.#maxTurns);
+    return { ok: true, reply: said, ended: this.endedBy !== null };
   }
 
   /** Stops the conversation: a reply being made is abandoned, later messages are refused. */
@@ -113,13 +113,14 @@ export class Conversation {
     this.#stop.abort(new Error('the rollout ended'));
   }
 
-  /** Records a message of the user's; `last`: it is the last reply maxTurns allows. */
-  #userSaid(raw: string, last: boolean): void {
+  /** Records a message of the user's (and returns it as recorded); `last`: it is the last reply maxTurns allows. */
+  #userSaid(raw: string, last: boolean): string {
     const text = capText(raw, this.#maxBytes).output ?? '';
     if (STOP_TOKENS.some((token) => text.includes(token))) this.endedBy = 'user';
     else if (last) this.endedBy = 'max_turns';
     this.messages.push(Object.freeze({ role: 'user' as const, text }));
     this.#trace.add({ type: 'user_message', from: 'user', text, ...(this.endedBy === null ? {} : { ended: this.endedBy }) });
+    return text;
   }
 
   /** The speaker's next message, or null (and `error` set) when it failed. */

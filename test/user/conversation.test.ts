@@ -61,8 +61,9 @@ describe('Conversation', () => {
 
   it('cuts a user message over the byte cap', async () => {
     const c = new Conversation(script(() => 'y'.repeat(500)), new Trace(null), { maxBytes: 100 });
-    expect(await c.open()).toBe('y'.repeat(500));
+    expect(await c.open()).toBe('y'.repeat(100));
     expect(c.messages[0]!.text).toHaveLength(100);
+    expect(await c.say('hi')).toMatchObject({ reply: 'y'.repeat(100) });
   });
 
   it('a user that throws is a user_error: recorded once, reported once, every later message refused', async () => {
