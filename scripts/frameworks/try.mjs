@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Agent frameworks as a user runs them: packs Silo, installs the tarball with the OpenAI Agents
- * SDK, the Vercel AI SDK, LangChain and Mastra into a temporary project outside this repository,
+ * SDK, the Vercel AI SDK, LangChain, LangGraph and Mastra into a temporary project outside this repository,
  * writes `silo init`'s example there, and runs an agent written with each framework
  * (scripts/frameworks/agents/) in the default isolation, granted `--provider openai`, with and
  * without `--no-network`, against a scripted Chat Completions server on 127.0.0.1. Each run must
@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const AGENTS = join(REPO, 'scripts', 'frameworks', 'agents');
 /** Versions tried; each supports Node 20. */
-const PACKAGES = ['@openai/agents@0.14.3', 'openai@6.49.0', 'ai@5.0.277', '@ai-sdk/openai@2.0.131', '@langchain/openai@1.5.8', '@langchain/core@1.4.0', '@mastra/core@0.24.9', 'zod@4.6.7'];
+const PACKAGES = ['@openai/agents@0.14.3', 'openai@6.49.0', 'ai@5.0.277', '@ai-sdk/openai@2.0.131', '@langchain/openai@1.5.8', '@langchain/core@1.4.0', '@langchain/langgraph@1.7.3', '@mastra/core@0.24.9', 'zod@4.6.7'];
 const HOST_KEY = 'sk-host-key-never-in-the-sandbox';
 
 /** A scripted Chat Completions server: first a call of list_orders, then the count it returned. */
