@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.silo/', 'coverage/'] },
+  { ignores: ['dist/', 'node_modules/', '.silo/', 'coverage/', 'scripts/frameworks/agents/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -22,7 +22,7 @@ export function registerInit(program: Command): void {
         '',
         'The LLM agent needs the OpenAI SDK and a model:',
         '  npm install openai',
-        `  OPENAI_API_KEY=... npx silo eval ${evals} --agent ${evals}/agents/llm.ts --env OPENAI_API_KEY`,
+        `  OPENAI_API_KEY=... npx silo eval ${evals} --agent ${evals}/agents/llm.ts --provider openai`,
         '',
       ];
       process.stdout.write(`${lines.join('\n')}\n`);

@@ -4,12 +4,13 @@
  * `constructor`-holding-an-object keys refused, and re-parsed, so the tool gets plain JSON data
  * whatever the MCP layer made of it. The same rules the host applies to a worker's calls.
  */
-import { nestingDepth, type CallMessage } from '../pool/channel.js';
+import { capToolName, nestingDepth, type CallMessage } from '../pool/channel.js';
 import { MAX_INPUT_DEPTH } from '../options.js';
 import { BRAND } from '../protocol.js';
 
 export function callMessage(id: number, name: string, args: unknown, maxBytes: number): CallMessage {
-  const base = { brand: BRAND, type: 'call' as const, id, name };
+  // A name is kept as the host keeps a worker's: capped, so a client cannot flood the trace with one.
+  const base = { brand: BRAND, type: 'call' as const, id, name: capToolName(name) };
   let text: string | undefined;
   try {
     text = JSON.stringify(args ?? {});

@@ -81,7 +81,7 @@ describe('silo eval killed with SIGKILL mid-run', () => {
     const listed = JSON.parse(ls.stdout) as { runs: { status: string; termination: string | null }[]; evals: { evalId: string; status: string }[] };
     expect(listed.runs).toHaveLength(3);
     for (const run of listed.runs) expect(run).toMatchObject({ status: 'error', termination: 'crashed' });
-    expect(listed.evals).toEqual([expect.objectContaining({ status: 'crashed' })]);
+    expect(listed.evals).toEqual([expect.objectContaining({ status: 'interrupted' })]);
 
     const show = await runSilo(['show', left[0]!.runId, '--out', out]);
     expect(show.stdout).toContain(`this run crashed: the process running it (pid ${eval1.pid} on ${hostname()}) ended before it finished`);

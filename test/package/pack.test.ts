@@ -249,7 +249,7 @@ describe('in the ESM project, with the packages a TypeScript user adds', () => {
     expect(ran.code).toBe(0);
   }, COMMAND_MS);
 
-  it("the example's LLM agent passes its tasks against a model server, given its base URL and key", async () => {
+  it("the example's LLM agent passes its tasks through the model gateway (--provider), never holding the key", async () => {
     const server = await scriptedServer([
       () => openaiReply({ toolCalls: [{ id: 'c1', name: 'list_orders', args: { status: 'pending' } }], usage: { prompt: 10, completion: 5 } }),
       (request) => {
@@ -258,11 +258,17 @@ describe('in the ESM project, with the packages a TypeScript user adds', () => {
       },
     ]);
     try {
-      const env = { OPENAI_BASE_URL: `${server.origin}/v1`, OPENAI_API_KEY: 'test-key' };
-      const ran = await sh('npx', ['--no', '--', 'silo', 'run', 'evals/tasks.ts', '--agent', 'evals/agents/llm.ts', '--task', 'shop/count-pending', '--env', 'OPENAI_BASE_URL', '--env', 'OPENAI_API_KEY', '--json'], dir, env);
+      // The upstream and its key are the shell's, as a user exports them; the agent gets the gateway.
+      const env = { OPENAI_BASE_URL: `${server.origin}/v1`, OPENAI_API_KEY: 'sk-host-key' };
+      const ran = await sh('npx', ['--no', '--', 'silo', 'run', 'evals/tasks.ts', '--agent', 'evals/agents/llm.ts', '--task', 'shop/count-pending', '--provider', 'openai', '--json'], dir, env);
       expect(ran.code, ran.stdout + ran.stderr).toBe(0);
-      expect((JSON.parse(ran.stdout) as { status: string }[])[0]!.status).toBe('passed');
+      const [row] = JSON.parse(ran.stdout) as { status: string; runDir: string }[];
+      expect(row!.status).toBe('passed');
       expect(server.requests).toHaveLength(2);
+      expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer sk-host-key', 'Bearer sk-host-key']);
+      const run = JSON.parse(readFileSync(join(row!.runDir, 'run.json'), 'utf8')) as { usage?: unknown; providers?: string[] };
+      expect(run).toMatchObject({ providers: ['openai'], usage: { inputTokens: 30, outputTokens: 10, requests: 2, source: 'gateway' } });
+      expect(readFileSync(join(row!.runDir, 'models.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
     } finally {
       await server.close();
     }

@@ -32,6 +32,13 @@ describe('callMessage (an MCP call made into a tool-call message)', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
+  it('caps a tool name as the host caps a worker\'s, so it names no tool and cannot flood the trace', () => {
+    const msg = callMessage(1, 'x'.repeat(1_000_000), {}, 1e6);
+    expect(msg.name.length).toBeLessThan(400);
+    expect(msg.name).toMatch(/… \(1000000 characters\)$/);
+    expect(callMessage(1, 'get_ticket', {}, 1e6).name).toBe('get_ticket');
+  });
+
   it('refuses arguments with no JSON form', () => {
     expect(callMessage(1, 'record', { value: 10n }, 1e6).inputError?.kind).toBe('unserialisable');
   });

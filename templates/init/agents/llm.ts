@@ -9,9 +9,9 @@ import { renderToolResult, toOpenAITools, type AgentArgs } from 'silo/agent';
 const MODEL = 'gpt-4o-mini';
 
 export default async function agent({ instruction, tools, callTool, signal, log }: AgentArgs): Promise<string | null> {
-  // The base URL and key come from the worker's environment, which is empty unless Silo grants
-  // them (see the README: the model gateway, or --env).
-  const client = new OpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY });
+  // Run it with `--provider openai`: the worker's environment then holds OPENAI_BASE_URL (Silo's
+  // model gateway) and OPENAI_API_KEY (a token for this rollout only); your key stays with Silo.
+  const client = new OpenAI();
   const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: instruction }];
   for (let turn = 0; turn < 30; turn++) {
     const response = await client.chat.completions.create({ model: MODEL, messages, tools: toOpenAITools(tools) }, { signal });
