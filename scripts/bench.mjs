@@ -232,6 +232,7 @@ const perMessage = async (runner) => {
 const MESSAGES = 1000;
 const messageUs = await perMessage(pool);
 const sandboxMessageUs = await perMessage(sandbox);
+log(`  a message to the user ${round(messageUs, 1)} µs (a tool call ${round(siloUs, 1)} µs, the bare round trip ${round(bareRttUs, 1)} µs); through the sandbox ${round(sandboxMessageUs, 1)} µs (a tool call ${round(sandboxCallUs, 1)} µs)`);
 
 // rollout
 log('rollout …');
