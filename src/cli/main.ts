@@ -2,7 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { describeError, SiloError } from '../errors.js';
 import { SILO_VERSION } from '../paths.js';
-import { closeSharedPool } from '../pool/pool.js';
+import { shutdown } from '../shutdown.js';
 import { registerCheck } from './check.js';
 import { registerCompare } from './compare.js';
 import { registerEval } from './eval.js';
@@ -71,6 +71,6 @@ export async function main(argv: string[]): Promise<number> {
     else process.stderr.write('silo: set SILO_DEBUG=1 for the stack trace, and please report it\n');
     return 2;
   } finally {
-    await closeSharedPool();
+    await shutdown();
   }
 }

@@ -1,11 +1,7 @@
 /** `silo run`: one rollout per selected task, in order. */
 import type { Command } from 'commander';
 import { join, relative, resolve } from 'node:path';
-import { loadTasks } from '../load.js';
-import { selectTasks } from '../filter.js';
-import { runRollout } from '../rollout/rollout.js';
-import type { Diagnosis, RunResult } from '../types.js';
-import { suspicion } from '../inspect/diagnose.js';
+import type { RunResult } from '../types.js';
 import {
   AGENT_HELP,
   agentOptionsFromFlags,
@@ -23,11 +19,8 @@ import {
   requireAgent,
   STRICT_HELP,
 } from './options.js';
-import { gatewayFor } from '../gateway/shared.js';
-import { createRunner, type Isolation } from '../pool/pool.js';
-import { agentEnv } from '../agents/builtin.js';
+import type { Isolation } from '../pool/pool.js';
 import { createStyle } from '../inspect/style.js';
-import { ms } from '../inspect/show.js';
 import { onInterrupt } from './signals.js';
 
 interface RunFlags extends ModelFlags {
@@ -81,6 +74,18 @@ export function registerRun(program: Command): void {
 
 async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   const agent = requireAgent(flags.agent, 'run');
+  // What a run needs, imported when it runs (so that `silo --version` and the other commands do
+  // not load it), all at once; the pool and the sandbox start while the task file loads.
+  const [{ createRunner }, { runRollout }, { loadTasks }, { selectTasks }, { agentEnv }, { gatewayFor }, { suspicion }, { formatLine }] = await Promise.all([
+    import('../pool/pool.js'),
+    import('../rollout/rollout.js'),
+    import('../load.js'),
+    import('../filter.js'),
+    import('../agents/builtin.js'),
+    import('../gateway/shared.js'),
+    import('../inspect/diagnose.js'),
+    import('./run-line.js'),
+  ]);
   const tasks = selectTasks(await loadTasks([taskFile]), { ...(flags.task ? { task: flags.task } : {}), ...(flags.tag ? { tag: flags.tag } : {}) });
   const limits = limitsFromFlags(flags);
   const env = agentEnv(agent, flags.env ?? [], process.env);
@@ -140,33 +145,4 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   }
   if (cancel.signal.aborted) return 130;
   return results.every((r) => r.status === 'passed') ? 0 : 1;
-}
-
-/** Findings that say how a run ended. */
-const ENDINGS = new Set<string>(['threw', 'load_error', 'crashed', 'timeout', 'tool_call_limit', 'model_limit', 'out_of_memory']);
-
-export function formatLine(r: RunResult, s: ReturnType<typeof createStyle>): string {
-  // A pass whose answer had nothing behind it is a pass with a warning (--strict fails it).
-  const suspicious = suspicion(r.status, r.diagnosis) !== undefined;
-  const mark = suspicious ? s.yellow('⚠') : r.status === 'passed' ? s.green('✓') : r.status === 'failed' ? s.red('✗') : s.yellow('!');
-  const score = r.score === null ? '  -  ' : r.score.toFixed(2);
-  const head = `${mark} ${r.taskId}  ${r.status}  ${score}  ${r.termination}  ${r.toolCalls} call${r.toolCalls === 1 ? '' : 's'}  ${ms(r.durationMs)}${suspicious ? `  ${s.yellow('suspicious')}` : ''}`;
-  const lines = [head];
-  if (r.error) lines.push(`    ${s.yellow(r.error.code)}: ${r.error.message}`);
-  // The diagnosis says how it went wrong; the failed checks below say what was expected.
-  if (r.status !== 'passed' || suspicious) {
-    // How the run ended (what the agent threw, the limit it hit) comes first, then an ungrounded
-    // answer (never cut), then the rest in trace order.
-    const findings = r.diagnosis.filter((f) => f.code !== 'self_corrected');
-    const rank = (f: Diagnosis): number => (ENDINGS.has(f.code) ? 0 : f.code === 'ungrounded_answer' ? 1 : 2);
-    const shown = [0, 1, 2].flatMap((i) => findings.filter((f) => rank(f) === i)).slice(0, 3);
-    // The call a finding blames, numbered as `silo show` numbers it (the answer needs no pointer).
-    for (const d of shown) lines.push(`    ${s.yellow(d.code)}${d.at?.startsWith('call #') ? s.dim(` (${d.at})`) : ''}: ${d.message}`);
-  }
-  for (const c of r.checks.filter((c) => !c.pass).slice(0, 5)) {
-    const detail = c.message ?? ('expected' in c ? `expected ${JSON.stringify(c.expected)}, actual ${JSON.stringify(c.actual)}` : '');
-    lines.push(`    ${s.red('✗')} ${c.name}${detail ? s.dim(`: ${detail.slice(0, 200)}`) : ''}`);
-  }
-  if (r.status !== 'passed' || suspicious) lines.push(`    ${s.dim(`→ silo show ${r.runId}`)}`);
-  return lines.join('\n');
 }

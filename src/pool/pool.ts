@@ -13,6 +13,7 @@ import { SandboxPool } from '../sandbox/pool.js';
 import type { SandboxLevel } from '../sandbox/jail.js';
 import { SiloError } from '../errors.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
+import { atShutdown } from '../shutdown.js';
 
 
 /**
@@ -250,7 +251,10 @@ const shared = new Map<Isolation, AgentRunner>();
 /** The process-wide runner used when no pool is passed to runRollout. */
 export function sharedPool(isolation: Isolation = 'process'): AgentRunner {
   let runner = shared.get(isolation);
-  if (!runner) shared.set(isolation, (runner = createRunner(isolation)));
+  if (!runner) {
+    shared.set(isolation, (runner = createRunner(isolation)));
+    atShutdown(closeSharedPool);
+  }
   return runner;
 }
 
