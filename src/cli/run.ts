@@ -92,7 +92,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   const agentOptions = agentOptionsFromFlags(flags);
   const providers = flags.provider ?? [];
   // One gateway for every rollout of the command, when the agent reaches a model through it.
-  const gateway = gatewayFor(agent, providers, flags);
+  const gateway = await gatewayFor(agent, providers, flags);
 
   const pool = createRunner(flags.isolation, { noNetwork: !flags.network });
   const s = createStyle(process.stdout);

@@ -5,7 +5,7 @@
  * finds a warm, never-used thread.
  */
 import { availableParallelism } from 'node:os';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { WORKER_ENTRY } from '../paths.js';
 import { PortLink, type Link } from './ends.js';
 import { permissionArgs } from './permissions.js';
@@ -177,8 +177,9 @@ export class AgentPool implements AgentRunner {
     if (!(link instanceof PortLink)) throw new Error('a thread pool runs rollouts on links it made (AgentPool.link())');
     const port = link.workerPort;
     const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
+    const Pool = await loadPiscina();
     try {
-      await this.#pool(memoryMb, env, readable).run(message, { transferList: [port], signal: terminate });
+      await this.#pool(Pool, memoryMb, env, readable).run(message, { transferList: [port], signal: terminate });
       return { kind: 'exited', message: 'the worker finished its task', isolation: 'thread' };
     } catch (err) {
       const e = err as { code?: unknown; name?: unknown; message?: unknown };
@@ -196,12 +197,12 @@ export class AgentPool implements AgentRunner {
     await Promise.all(pools.map((p) => p.destroy()));
   }
 
-  #pool(memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): Piscina {
+  #pool(Pool: typeof Piscina, memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): Piscina {
     const sortedEnv = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const key = JSON.stringify([memoryMb, sortedEnv, [...readable].sort()]);
     let pool = this.#pools.get(key);
     if (!pool) {
-      pool = new Piscina({
+      pool = new Pool({
         filename: WORKER_ENTRY,
         minThreads: this.#options.minThreads,
         maxThreads: this.#options.maxThreads,
@@ -231,6 +232,14 @@ export class AgentPool implements AgentRunner {
     }
     return pool;
   }
+}
+
+/** piscina, loaded by the first thread pool: a host whose agents run in the sandbox never needs it. */
+let piscina: Promise<typeof Piscina> | undefined;
+
+/** Loads piscina (once); the sandbox process calls it as it starts, before its first rollout. */
+export function loadPiscina(): Promise<typeof Piscina> {
+  return (piscina ??= import('piscina').then((m) => m.Piscina));
 }
 
 /** Where agent workers live: a sandbox process (the default), or threads of this process. */
