@@ -1,6 +1,8 @@
 /** `silo run`: one rollout per selected task, in order. */
 import type { Command } from 'commander';
+import { existsSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { RunResult } from '../types.js';
 import {
   AGENT_HELP,
@@ -19,8 +21,10 @@ import {
   requireAgent,
   STRICT_HELP,
 } from './options.js';
-import type { Isolation } from '../pool/pool.js';
+import type { AgentRunner, Isolation, WarmWorkers } from '../pool/pool.js';
+import type { PreparedAgents } from '../pool/compile.js';
 import { createStyle } from '../inspect/style.js';
+import { DEFAULT_LIMITS } from '../options.js';
 import { onInterrupt } from './signals.js';
 
 interface RunFlags extends ModelFlags {
@@ -72,29 +76,56 @@ export function registerRun(program: Command): void {
   modelOptions(command);
 }
 
+/**
+ * Marks on the way of a cold `silo run` (performance.mark, a handful per command), read by
+ * `npm run bench` (coldRun) to say where the time of a cold run goes.
+ */
+const mark = (name: string): void => void performance.mark(`silo:run:${name}`);
+
 async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
+  mark('action');
   const agent = requireAgent(flags.agent, 'run');
+  // The sandbox starts first, on the other core, while this process imports what a run needs and
+  // loads the task file: the agent is prepared (its worker's read permissions, which decide the
+  // sandbox's mounts; a TypeScript agent compiled) and its sandbox started at once. One rollout at
+  // a time: one worker kept ready in the sandbox, for the next task's rollout.
+  const [{ createRunner }, { PreparedAgents }, { agentEnv }] = await Promise.all([import('../pool/pool.js'), import('../pool/compile.js'), import('../agents/builtin.js')]);
+  const pool = createRunner(flags.isolation, { noNetwork: !flags.network, maxThreads: 1, minThreads: 1 });
+  const prepared = new PreparedAgents();
+  const agentFile = /^(openai|anthropic):/.test(agent) ? undefined : resolve(agent);
+  // Its first worker too, with the heap and environment the rollouts will give it (a task with a
+  // heap limit of its own starts another).
+  const worker = { memoryMb: flags.memory ?? DEFAULT_LIMITS.memoryMb, env: agentEnv(agent, flags.env ?? [], process.env) };
+  if (agentFile !== undefined && existsSync(agentFile)) prepared.get(agentFile).then((p) => pool.warm?.(p.readable, worker), () => {});
+  try {
+    return await runTasks(taskFile, flags, agent, pool, prepared, worker);
+  } finally {
+    await pool.destroy();
+    mark('closed');
+  }
+}
+
+async function runTasks(taskFile: string, flags: RunFlags, agent: string, pool: AgentRunner, prepared: PreparedAgents, worker: WarmWorkers): Promise<number> {
   // What a run needs, imported when it runs (so that `silo --version` and the other commands do
-  // not load it), all at once; the pool and the sandbox start while the task file loads.
-  const [{ createRunner }, { runRollout }, { loadTasks }, { selectTasks }, { agentEnv }, { gatewayFor }, { suspicion }, { formatLine }] = await Promise.all([
-    import('../pool/pool.js'),
+  // not load it), all at once.
+  const [{ runRollout }, { loadTasks }, { selectTasks }, { gatewayFor }, { suspicion }, { formatLine }] = await Promise.all([
     import('../rollout/rollout.js'),
     import('../load.js'),
     import('../filter.js'),
-    import('../agents/builtin.js'),
     import('../gateway/shared.js'),
     import('../inspect/diagnose.js'),
     import('./run-line.js'),
   ]);
+  mark('imported');
   const tasks = selectTasks(await loadTasks([taskFile]), { ...(flags.task ? { task: flags.task } : {}), ...(flags.tag ? { tag: flags.tag } : {}) });
+  mark('tasks');
   const limits = limitsFromFlags(flags);
-  const env = agentEnv(agent, flags.env ?? [], process.env);
+  const env = { ...worker.env };
   const agentOptions = agentOptionsFromFlags(flags);
   const providers = flags.provider ?? [];
   // One gateway for every rollout of the command, when the agent reaches a model through it.
   const gateway = await gatewayFor(agent, providers, flags);
 
-  const pool = createRunner(flags.isolation, { noNetwork: !flags.network });
   const s = createStyle(process.stdout);
   const cancel = new AbortController();
   const stopListening = onInterrupt(() => cancel.abort());
@@ -113,16 +144,17 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
         ...(gateway ? { gateway } : {}),
         ...(agentOptions ? { agentOptions } : {}),
         limits,
+        preparedAgents: prepared,
         outDir: flags.out,
         signal: cancel.signal,
         ...(flags.seed === undefined ? {} : { seed: flags.seed }),
       });
       results.push(result);
+      mark('rollout');
       if (!flags.json) process.stdout.write(`${formatLine(result, s)}\n`);
     }
   } finally {
     stopListening();
-    await pool.destroy();
     await gateway?.close();
   }
 

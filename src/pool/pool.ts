@@ -113,8 +113,12 @@ export interface AgentRunner {
   readonly inProcess?: boolean;
   /** A new link for one rollout: its `host` end goes to the HostChannel, the link to run(). */
   link(): Link;
-  /** Starts what the first rollout will need (a sandbox process) now, in the background. */
-  warm?(): void;
+  /**
+   * Starts what the first rollout will need now, in the background: a sandbox process for workers
+   * reading `readable`, and, given `worker` (the heap and environment the rollouts' workers will
+   * have), their first workers. A rollout that turns out to need others starts its own.
+   */
+  warm?(readable?: readonly string[], worker?: WarmWorkers): void;
   /**
    * Starts `task` in a fresh worker connected to `link`, with a heap of `memoryMb`, `env` as its
    * whole `process.env` and read access to `readable` only; resolves when the worker is gone.
@@ -130,6 +134,12 @@ export interface AgentRunner {
   ): Promise<WorkerExit>;
   /** Stops every worker. */
   destroy(): Promise<void>;
+}
+
+/** The workers to start ahead (AgentRunner.warm): their heap limit and their whole environment. */
+export interface WarmWorkers {
+  memoryMb: number;
+  env: Readonly<Record<string, string>>;
 }
 
 /** Runs agents in isolated, single-use worker threads of this process. */
@@ -188,6 +198,19 @@ export class AgentPool implements AgentRunner {
       if (e.name === 'AbortError') return { kind: 'terminated', message: text, isolation: 'thread' };
       return { kind: 'exited', message: text, isolation: 'thread' };
     }
+  }
+
+  /**
+   * Starts the warm workers (minThreads) of the rollouts to come, with `worker`'s heap and
+   * environment and read access to `readable`: they boot while the caller gets its first rollout
+   * ready. The same workers a first rollout would have started.
+   */
+  warm(readable: readonly string[] = [], worker?: WarmWorkers): void {
+    if (!worker) return;
+    void loadPiscina().then(
+      (Pool) => this.#pool(Pool, worker.memoryMb, worker.env, readable),
+      () => {},
+    );
   }
 
   /** Stops every worker. */

@@ -87,6 +87,7 @@ function receive(frame: Incoming): void {
   const msg = frame.message as ToSandbox;
   if (msg.t === 'run') start(msg);
   else if (msg.t === 'ping') send({ t: 'pong' });
+  else if (msg.t === 'warm') pool.warm(msg.readable, msg);
   else if (msg.t === 'net') gatewayRelay.receive(msg);
   else if (msg.t === 'terminate') runs.get(msg.id)?.terminate.abort('the grace period is over');
 }
