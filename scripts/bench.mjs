@@ -420,6 +420,7 @@ const result = {
   fileSystem: { dir: out, folderWithFileUs: round(fsUs, 0) },
   cli: cold.cli,
   coldRun: cold.coldRun,
+  heavyAgent: cold.heavy,
   toolCall: {
     bareRttUs: round(bareRttUs, 1),
     siloUs: round(siloUs, 1),

@@ -5,12 +5,15 @@
 //            process, which starts a worker that imports the agent module and sends one message
 //            up; and where the time of the cold run goes (marks the command takes, read from
 //            runs preloaded with cold-marks.mjs, and the rollout's own phases from its run.json)
+//   heavy    the same whole `silo run` with a TypeScript agent that imports a large SDK (the MCP
+//            SDK's client: fixtures/agents/heavy-sdk.ts), against the bare path importing the SDK
 // `node scripts/lib/bench-cold.mjs` runs it alone (`--json` for machines).
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -32,11 +35,11 @@ function timed(command, args, env = {}) {
 }
 
 /** The bare path of a rollout: a child process whose worker imports `agent` and posts one message up. */
-const bareRunScript = (agent) => `
+const bareRunScript = (agent, expect = 'function') => `
   const { spawn } = require('node:child_process');
   const child = spawn(process.execPath, ['-e', ${JSON.stringify(`
     const { Worker } = require('node:worker_threads');
-    const w = new Worker(${JSON.stringify(`import(${JSON.stringify(agent)}).then((m) => require('node:worker_threads').parentPort.postMessage(typeof m.default))`)}, { eval: true });
+    const w = new Worker(${JSON.stringify(`import(${JSON.stringify(agent)}).then((m) => require('node:worker_threads').parentPort.postMessage(typeof m.${expect === 'function' ? 'default' : 'Client'}))`)}, { eval: true });
     w.once('message', (m) => process.stdout.write(String(m)));`)}], { stdio: ['ignore', 'pipe', 'inherit'] });
   let said = '';
   child.stdout.on('data', (c) => (said += c));
@@ -102,10 +105,39 @@ export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs',
     rmSync(out, { recursive: true, force: true });
   }
   const breakdown = Object.fromEntries(Object.keys(parts[0]).map((k) => [k, round(median(parts.map((p) => p[k])))]));
+  const heavy = await benchHeavy(rounds);
   return {
+    heavy,
     cli: { nodeMs: round(median(samples.node)), versionMs: round(median(samples.version)), ratio: round(median(samples.versionRatio), 2), target: 2 },
     coldRun: { bareMs: round(median(samples.bare)), runMs: round(median(samples.run)), ratio: round(median(samples.runRatio), 2), target: 1.5, breakdown },
   };
+}
+
+/** `silo run` of the heavy agent against a bare worker (in a child process) importing the SDK. */
+async function benchHeavy(rounds) {
+  const out = mkdtempSync(join(tmpdir(), 'silo-bench-heavy-'));
+  const sdk = createRequire(join(root, 'package.json')).resolve('@modelcontextprotocol/sdk/client/index.js');
+  const args = [BIN, 'run', 'fixtures/bench/tasks.mjs', '-t', 'bench/calls-0', '--agent', 'fixtures/agents/heavy-sdk.ts', '--out', out];
+  const bare = [];
+  const run = [];
+  const ratio = [];
+  try {
+    // Not counted: the first compiles the agent (once per version of it and its packages).
+    await timed(process.execPath, args);
+    await timed(process.execPath, ['-e', bareRunScript(sdk, 'Client')]);
+    for (let i = 0; i < rounds; i++) {
+      const b = await timed(process.execPath, ['-e', bareRunScript(sdk, 'Client')]);
+      if (b.code !== 0) throw new Error(`the bare heavy run failed: ${b.stderr}`);
+      const r = await timed(process.execPath, args);
+      if (r.code !== 0) throw new Error(`the heavy run failed (exit ${r.code}): ${r.stderr}${r.stdout}`);
+      bare.push(b.ms);
+      run.push(r.ms);
+      ratio.push(r.ms / b.ms);
+    }
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+  return { bareMs: round(median(bare)), runMs: round(median(run)), ratio: round(median(ratio), 2), target: 1 };
 }
 
 /** Lines of text for the numbers. */
@@ -116,6 +148,7 @@ export function describeCold(r) {
     `cold run      bare (a child process whose worker imports the agent) ${r.coldRun.bareMs} ms · silo run ${r.coldRun.runMs} ms · ratio ${r.coldRun.ratio} (target ≤ ${r.coldRun.target})`,
     `              node ${b.nodeBootMs} · CLI ${b.cliMs} · imports ${b.importMs} · task file ${b.tasksMs} · rollout ${b.rolloutMs} (world ${b.worldMs} · worker start ${b.workerStartMs} · agent ${b.agentMs} · grading and artifacts ${b.gradingAndArtifactsMs} · other ${b.rolloutOtherMs}) · pool closed ${b.closeMs} · to exit ${b.exitMs} + ${b.afterExitMs} ms`,
     `              sandbox started at ${b.sandboxStartAtMs} ms, ready at ${b.sandboxReadyAtMs} ms (${b.sandboxMs} ms)`,
+    `heavy agent   bare (a child process whose worker imports the MCP SDK's client) ${r.heavy.bareMs} ms · silo run of a TypeScript agent importing it ${r.heavy.runMs} ms · ratio ${r.heavy.ratio} (target ≤ ${r.heavy.target})`,
   ].join('\n');
 }
 
