@@ -213,11 +213,11 @@ export class SandboxPool implements AgentRunner {
     try {
       if (readable === undefined && this.#resolveLevel() === 'bwrap') return;
       const sandbox = this.#sandboxFor(readable ?? []);
-      sandbox.ready.then(
-        // Its first workers start as soon as it is up (they boot while the host loads the tasks).
-        () => worker && this.#send(sandbox.child, { t: 'warm', memoryMb: worker.memoryMb, env: { ...worker.env }, readable: [...(readable ?? [])] }),
-        () => {},
-      );
+      sandbox.ready.catch(() => {});
+      // Its first workers start as soon as it is up (they boot while the host loads the tasks):
+      // sent now, right behind the key, the sandbox reads it as it starts, whatever the host is
+      // busy with by then.
+      if (worker) this.#send(sandbox.child, { t: 'warm', memoryMb: worker.memoryMb, env: { ...worker.env }, readable: [...(readable ?? [])] });
     } catch {
       // (a sandbox that cannot even be spawned, say --no-network without namespaces) the same
       // error ends the first rollout, with its message
