@@ -153,6 +153,8 @@ export class AgentPool implements AgentRunner {
   readonly #options: Required<AgentPoolOptions>;
   /** Agents one worker runs at once: 1, or several when workers are reused. */
   readonly #perWorker: number;
+  /** destroy() was called (warm() starts nothing after it). */
+  #destroyed = false;
 
   constructor(options: AgentPoolOptions = {}) {
     const reuse = options.reuse ?? false;
@@ -208,13 +210,15 @@ export class AgentPool implements AgentRunner {
   warm(readable: readonly string[] = [], worker?: WarmWorkers): void {
     if (!worker) return;
     void loadPiscina().then(
-      (Pool) => this.#pool(Pool, worker.memoryMb, worker.env, readable),
+      // (not after destroy(): the threads would outlive the pool)
+      (Pool) => this.#destroyed || this.#pool(Pool, worker.memoryMb, worker.env, readable),
       () => {},
     );
   }
 
   /** Stops every worker. */
   async destroy(): Promise<void> {
+    this.#destroyed = true;
     const pools = [...this.#pools.values()];
     this.#pools.clear();
     await Promise.all(pools.map((p) => p.destroy()));
