@@ -89,10 +89,11 @@ function refusal(agentPath: string, readable: readonly string[], file: string): 
  * What in a package's code means it cannot be bundled: it finds files next to its own through
  * CommonJS's `__dirname`/`__filename` or `require.resolve` (they would name the compiled file's
  * folder, or nothing), it loads a native addon or WebAssembly, or it requires or imports a module
- * whose name it computes (the bundler cannot follow it). `import.meta.url` is fine: each bundled
- * module keeps its own file's (see silo-import-meta).
+ * whose name it computes (the bundler cannot follow it). And CommonJS marked `__esModule`: its
+ * default import is `module.exports` in Node but `exports.default` bundled, so it stays Node's.
+ * `import.meta.url` is fine: each bundled module keeps its own file's (see silo-import-meta).
  */
-const UNBUNDLABLE = /\b__dirname\b|\b__filename\b|\brequire\.resolve\b|\brequire\(\s*[^'"`\s)]|\bimport\(\s*[^'"`\s)]|\.node['"`]|\.wasm\b|\bnode-gyp-build\b|\brequire\(\s*['"]bindings['"]\s*\)/;
+const UNBUNDLABLE = /\b__esModule\b|\b__dirname\b|\b__filename\b|\brequire\.resolve\b|\brequire\(\s*[^'"`\s)]|\bimport\(\s*[^'"`\s)]|\.node['"`]|\.wasm\b|\bnode-gyp-build\b|\brequire\(\s*['"]bindings['"]\s*\)/;
 
 /** Files a package holds that no bundle can carry (a native addon, WebAssembly). */
 const BINARY = /\.(node|wasm)$/;

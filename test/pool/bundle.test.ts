@@ -40,6 +40,8 @@ const PACKAGES = {
   addon: cjs('index.js', 'let addon = null;\ntry { addon = require("./build/native.node"); } catch { addon = null; }\nexports.answer = () => "addon:" + (addon === null);\n'),
   'with-wasm': esm('index.js', 'export const answer = () => "wasm:" + new URL("./lib.wasm", import.meta.url).pathname.endsWith("lib.wasm");\n'),
   dynamic: cjs('index.js', 'exports.answer = (name) => { try { return require(name); } catch { return "dynamic"; } };\n'),
+  // Compiled from ESM: Node's default import is module.exports, a bundle's would be exports.default.
+  'es-module-flag': cjs('index.js', 'Object.defineProperty(exports, "__esModule", { value: true });\nexports.default = () => "flagged";\nexports.answer = () => "flag";\n'),
 };
 
 describe('bundling the packages of a compiled agent', () => {
@@ -52,7 +54,7 @@ describe('bundling the packages of a compiled agent', () => {
     expect(code).not.toMatch(/from\s+"[^"]*node_modules\/plain/);
   });
 
-  for (const pkg of ['uses-dirname', 'addon', 'with-wasm', 'dynamic'] as const) {
+  for (const pkg of ['uses-dirname', 'addon', 'with-wasm', 'dynamic', 'es-module-flag'] as const) {
     it(`leaves ${pkg} an import of its own files, next to a plain package that is bundled`, async () => {
       const files: Record<string, string> = { ...PACKAGES[pkg] };
       if (pkg === 'addon') files['build/native.node'] = 'not really an addon';
