@@ -64,6 +64,8 @@ describe('the module graph of a command', () => {
     // piscina runs the workers in the sandbox process, not in the host.
     expect(g.packages.filter((p) => [...HEAVY, 'piscina'].includes(p))).toEqual([]);
     expect(within(g.silo, [...OTHERS, 'src/eval/run-eval', 'src/eval/store'])).toEqual([]);
+    // Nor the other commands' definitions.
+    expect(g.silo.filter((m) => m.startsWith('src/cli/') && !['src/cli/bin', 'src/cli/main', 'src/cli/run', 'src/cli/run-line', 'src/cli/options', 'src/cli/signals'].includes(m))).toEqual([]);
   });
 
   it('silo eval loads no queue without --queue, no report writer without --report, no SDK and no MCP', async () => {
