@@ -20,6 +20,10 @@
 //                 structuredClone of the world vs Silo's own host work per rollout (all but the
 //                 user's createState and verify); and the host cost of one tool call with its
 //                 change records on each world (it should not grow with the world)
+//   cli           `silo --version` against `node -e 0`
+//   coldRun       a whole `silo run` of one trivial task against the bare path (a child process whose
+//                 worker imports the agent), and where its time goes (scripts/lib/bench-cold.mjs,
+//                 which also runs alone)
 // The artifacts go to a new folder under the system's temporary folder, or under OUT=dir. Creating
 // files is a good part of a short rollout's host work, and its cost varies a lot between file
 // systems (and, on some, with how many files were deleted in the last minutes): the bench measures
@@ -38,6 +42,8 @@ import { benchUpstream, gatewayLatency, gatewayMemory } from './lib/bench-gatewa
 import { Gateway } from '../dist/src/gateway/gateway.js';
 import { SandboxPool } from '../dist/src/sandbox/pool.js';
 import { benchSandboxLevels, describeSandboxLevels } from './lib/bench-sandbox.mjs';
+import { benchCold, describeCold } from './lib/bench-cold.mjs';
+import { PreparedAgents } from '../dist/src/pool/compile.js';
 import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.js';
 import { bindTools } from '../dist/src/rollout/tools.js';
 
@@ -191,6 +197,10 @@ function fileCreationUs(n) {
 }
 const fsUs = fileCreationUs(200);
 
+// cli and coldRun: first, before this process has started anything that would share the CPU.
+log('cold command and cold run …');
+const cold = await benchCold();
+
 const byId = async (file) => new Map((await loadTasks([file])).map((t) => [t.task.id, t.task]));
 const bench = await byId('fixtures/bench/tasks.mjs');
 
@@ -260,8 +270,10 @@ await timeRollouts(3, sandbox);
 const sandboxMs = await timeRollouts(40, sandbox);
 await sandbox.destroy();
 const reusePool = new AgentPool({ maxThreads: 1, reuse: true });
-await timeRollouts(5, reusePool);
-const reuseMs = await timeRollouts(40, reusePool);
+// As --reuse-workers runs them: an eval prepares its agent once (PreparedAgents), not per rollout.
+const reusePrepared = { preparedAgents: new PreparedAgents() };
+await timeRollouts(5, reusePool, reusePrepared);
+const reuseMs = await timeRollouts(40, reusePool, reusePrepared);
 await reusePool.destroy();
 
 // sandbox
@@ -424,6 +436,9 @@ rmSync(out, { recursive: true, force: true });
 const result = {
   node: process.versions.node,
   fileSystem: { dir: out, folderWithFileUs: round(fsUs, 0) },
+  cli: cold.cli,
+  coldRun: cold.coldRun,
+  heavyAgent: cold.heavy,
   toolCall: {
     bareRttUs: round(bareRttUs, 1),
     siloUs: round(siloUs, 1),
@@ -491,6 +506,7 @@ if (json) {
   const r = result;
   console.log(`Silo bench · node ${r.node} · ${new Date().toISOString()}`);
   console.log(`artifacts in ${r.fileSystem.dir}: a folder with one file (mkdir, write, rename) costs ${r.fileSystem.folderWithFileUs} µs here now\n`);
+  console.log(describeCold(r));
   console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5)`);
   console.log(`              through the sandbox process ${r.toolCall.sandboxUs} µs · the same hops without Silo ${r.toolCall.bareProcessRttUs} µs · ratio ${r.toolCall.sandboxRatio}`);
   console.log(`user message  Silo user.send + a scripted reply ${r.userMessage.siloUs} µs · ratio to the bare round trip ${r.userMessage.ratioToBareRtt} · to a tool call ${r.userMessage.ratioToToolCall} · through the sandbox ${r.userMessage.sandboxUs} µs (${r.userMessage.sandboxRatioToToolCall}× its tool call)`);

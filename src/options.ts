@@ -4,6 +4,7 @@
  */
 import { SiloError } from './errors.js';
 import type { Limits } from './types.js';
+import type { ReportLimits } from './inspect/report-data.js';
 
 export const MiB = 1024 * 1024;
 
@@ -186,3 +187,37 @@ export const QUEUE_CANCEL_WAIT_MS = 30_000;
 
 /** How long connecting to Redis may take before the queue is reported unreachable. */
 export const QUEUE_CONNECT_TIMEOUT_MS = 5_000;
+
+// Defaults the commands print in --help, kept here so that printing help loads nothing else.
+
+/** Defaults of CheckOptions. */
+export const CHECK_DEFAULTS = Object.freeze({
+  /**
+   * Tasks at once. The host does the world work of every rollout (createState, snapshot, diff,
+   * verify) on one thread, so a few at once only hide the agents' round trips and async tools.
+   */
+  concurrency: 4,
+  seed: 0,
+});
+
+/** Default caps: a report of any eval stays within a few MiB plus ~130 bytes per run. */
+export const DEFAULT_REPORT_LIMITS: Readonly<ReportLimits> = Object.freeze({
+  maxDetailRuns: 1000,
+  maxDetailBytes: 8 * 2 ** 20,
+  maxValueChars: 1000,
+  maxEvents: 300,
+  maxChanges: 100,
+});
+
+/** Bootstrap resamples of the overall interval. */
+export const DEFAULT_RESAMPLES = 10_000;
+
+/** Seed of the bootstrap: the same two evals always give the same interval. */
+export const DEFAULT_COMPARE_SEED = 1;
+
+/**
+ * Runs graded again at once by default. Most verifiers only compute, and then one at a time is
+ * fastest: on the retail world 4 at once took 1.7× as long per run (four runs' worlds alive at
+ * once make the garbage collector work harder). A verifier that waits (a model as judge) wants more.
+ */
+export const DEFAULT_REGRADE_CONCURRENCY = 1;

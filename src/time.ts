@@ -27,3 +27,10 @@ export function turnTaker(): () => Promise<void> {
   let last = Promise.resolve();
   return () => (last = last.then(() => new Promise<void>((resolve) => setImmediate(resolve))));
 }
+
+/** A duration for people: 0.15ms, 210ms, 3.2s. */
+export function ms(value: number): string {
+  if (value < 1) return `${value.toFixed(2)}ms`;
+  if (value < 1000) return `${Math.round(value)}ms`;
+  return `${(value / 1000).toFixed(1)}s`;
+}

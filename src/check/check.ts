@@ -19,16 +19,9 @@ import { assertDoNothingAgent, checkDoNothing } from './do-nothing.js';
 import { checkEnvironment } from './environment.js';
 import { checkSolution } from './solution.js';
 import { CHECK_NAMES, WARNING_CODES, type CheckName, type CheckOptions, type CheckReport, type CheckSummary, type Finding } from './types.js';
+import { CHECK_DEFAULTS } from '../options.js';
 
-/** Defaults of CheckOptions. */
-export const CHECK_DEFAULTS = Object.freeze({
-  /**
-   * Tasks at once. The host does the world work of every rollout (createState, snapshot, diff,
-   * verify) on one thread, so a few at once only hide the agents' round trips and async tools.
-   */
-  concurrency: 4,
-  seed: 0,
-});
+export { CHECK_DEFAULTS };
 
 /** Loads task files (or folders, as `silo eval` reads them) and checks their tasks. */
 export async function checkTasks(paths: readonly string[], options: CheckOptions = {}): Promise<CheckReport> {

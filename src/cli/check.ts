@@ -1,7 +1,6 @@
 /** `silo check`: lints task files; the report on stdout, progress on stderr. */
 import type { Command } from 'commander';
-import { CHECK_DEFAULTS, checkTasks } from '../check/check.js';
-import { formatReport } from '../check/format.js';
+import { CHECK_DEFAULTS } from '../options.js';
 import type { CheckProgress, CheckReport } from '../check/types.js';
 import { linePrinter, type ProgressPrinter } from '../eval/progress.js';
 import { createStyle } from '../inspect/style.js';
@@ -64,6 +63,7 @@ async function checkCommand(files: string[], flags: CheckFlags): Promise<number>
   const cancel = new AbortController();
   const stopListening = onInterrupt(() => cancel.abort());
   let report: CheckReport;
+  const [{ checkTasks }, { formatReport }] = await Promise.all([import('../check/check.js'), import('../check/format.js')]);
   try {
     report = await checkTasks(files, {
       concurrency: flags.concurrency,

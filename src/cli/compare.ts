@@ -1,9 +1,6 @@
 /** `silo compare`: two evals task by task, with Fisher's exact test, Holm's correction and a bootstrap interval. */
 import type { Command } from 'commander';
-import { DEFAULT_COMPARE_SEED, DEFAULT_RESAMPLES } from '../eval/compare.js';
-import { compareEvals } from '../eval/compare-evals.js';
-import { compareTable } from '../eval/compare-table.js';
-import { writeComparePage } from '../inspect/compare-page.js';
+import { DEFAULT_COMPARE_SEED, DEFAULT_RESAMPLES } from '../options.js';
 import { createStyle } from '../inspect/style.js';
 import { integer } from './options.js';
 
@@ -38,10 +35,12 @@ export function registerCompare(program: Command): void {
         'Example:\n  silo compare 01JBASELINE 01JCANDIDATE --output compare.html',
     )
     .action(async (a: string, b: string, flags: CompareFlags) => {
+      const [{ compareEvals }, { compareTable }] = await Promise.all([import('../eval/compare-evals.js'), import('../eval/compare-table.js')]);
       const comparison = compareEvals({ a, b, outDir: flags.out, seed: flags.seed, resamples: flags.resamples });
       if (flags.json) process.stdout.write(`${JSON.stringify(comparison, null, 2)}\n`);
       else process.stdout.write(`${compareTable(comparison, createStyle(process.stdout), { all: flags.all === true })}\n`);
       if (flags.output !== undefined) {
+        const { writeComparePage } = await import('../inspect/compare-page.js');
         const file = await writeComparePage(comparison, flags.output);
         process.stderr.write(`comparison written to ${file}\n`);
       }

@@ -4,9 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { SiloError } from '../errors.js';
 import { progressPrinter } from '../eval/progress.js';
 import { junitReport, REPORTERS, tableReport, type ReporterName } from '../eval/reporters.js';
-import { runEval } from '../eval/run-eval.js';
 import { parseShard, type Shard } from '../eval/shard.js';
-import { EvalStore } from '../eval/store.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, DEFAULT_RETRIES } from '../options.js';
 import type { EvalSummary } from '../types.js';
 import {
@@ -29,14 +27,9 @@ import {
   type UserFlags,
 } from './options.js';
 import { resolve } from 'node:path';
-import { resolveEvalId } from '../inspect/runs.js';
 import type { Isolation } from '../pool/pool.js';
-import { agentEnv } from '../agents/builtin.js';
 import { onInterrupt } from './signals.js';
-import { queueRunner } from '../queue/coordinator.js';
 import { createStyle } from '../inspect/style.js';
-import { writeReport } from '../inspect/report.js';
-import { baselineLines } from '../eval/compare-table.js';
 
 interface EvalFlags extends ModelFlags, UserFlags {
   agent?: string;
@@ -159,6 +152,14 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
     throw new SiloError('SILO_USAGE', '--model-cache and --model-concurrency apply to the gateway of the machine that runs the rollouts; with --queue the workers call the models with their own gateways, which do not take them yet');
   }
   const limits = limitsFromFlags(flags);
+  // What an eval needs, imported when it runs (the queue only with --queue).
+  const [{ runEval }, { EvalStore }, { resolveEvalId }, { agentEnv }, queue] = await Promise.all([
+    import('../eval/run-eval.js'),
+    import('../eval/store.js'),
+    import('../inspect/runs.js'),
+    import('../agents/builtin.js'),
+    flags.queue === undefined ? undefined : import('../queue/coordinator.js'),
+  ]);
   // A resumed eval runs its stored agent, which decides the built-in variables it gets.
   const resumed = flags.resume === undefined ? undefined : resolveEvalId(flags.resume, resolve(flags.out));
   const agent = resumed === undefined ? flags.agent! : new EvalStore(resolve(flags.out), resumed).readSummary().options.agent;
@@ -204,26 +205,28 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
       ...(flags.network ? {} : { noNetwork: true }),
       ...(flags.evalId === undefined ? {} : { evalId: flags.evalId }),
       ...(flags.shard ? { shard: flags.shard } : {}),
-      ...(flags.queue === undefined ? {} : { runner: queueRunner({ url: flags.queue }) }),
+      ...(flags.queue === undefined || !queue ? {} : { runner: queue.queueRunner({ url: flags.queue }) }),
       ...(flags.baseline === undefined ? {} : { baseline: flags.baseline }),
     });
   } finally {
     stopListening();
     printer.done();
   }
-  printReport(summary, flags);
+  await printReport(summary, flags);
   if (summary.baseline) {
+    const { baselineLines } = await import('../eval/compare-table.js');
     // Under the table; off stdout when stdout carries JSON or XML.
     const stream = flags.reporter !== 'default' && !flags.output ? process.stderr : process.stdout;
     stream.write(`${baselineLines(summary.evalId, summary.baseline, createStyle(stream)).join('\n')}\n`);
   }
   if (flags.report) {
+    const { writeReport } = await import('../inspect/report.js');
     const written = await writeReport({ evalId: summary.evalId, outDir: flags.out });
     process.stderr.write(`HTML report written to ${written.file}\n`);
   }
   const regressed = flags.failOnRegression === true && summary.status !== 'cancelled' && (summary.baseline?.regressed.length ?? 0) > 0;
   const code = regressed ? 1 : exitCode(summary, flags.minPassRate);
-  process.stderr.write(nextSteps(summary, code, flags));
+  process.stderr.write(await nextSteps(summary, code, flags));
   return code;
 }
 
@@ -232,12 +235,13 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
  * continues the eval; after a failure, the first failed run to read and the report; after a pass
  * with suspicious runs, the first of them.
  */
-export function nextSteps(summary: EvalSummary, code: number, flags: { out: string; report?: boolean; queue?: string }): string {
+export async function nextSteps(summary: EvalSummary, code: number, flags: { out: string; report?: boolean; queue?: string }): Promise<string> {
   const out = outFlag(flags.out);
   if (summary.status === 'cancelled') {
     const queue = flags.queue === undefined ? '' : ` --queue ${quote(flags.queue)}`;
     return `silo: cancelled; continue with: silo eval --resume ${summary.evalId}${out}${queue}\n`;
   }
+  const { EvalStore } = await import('../eval/store.js');
   const lines = [...new EvalStore(resolve(flags.out), summary.evalId).readLines()].filter((l) => !l.retried && l.termination !== 'cancelled');
   const failed = lines.find((l) => l.status !== 'passed');
   const suspicious = lines.find((l) => l.status === 'passed' && l.suspicious !== undefined);
@@ -258,7 +262,8 @@ function quote(text: string): string {
 }
 
 /** The report of an eval, as `--reporter` and `--output` ask (`silo merge` prints the same). */
-export function printReport(summary: EvalSummary, flags: { reporter: ReporterName; output?: string; out: string }): void {
+export async function printReport(summary: EvalSummary, flags: { reporter: ReporterName; output?: string; out: string }): Promise<void> {
+  const { EvalStore } = await import('../eval/store.js');
   const report =
     flags.reporter === 'json'
       ? `${JSON.stringify(summary, null, 2)}\n`

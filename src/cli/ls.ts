@@ -1,13 +1,10 @@
 /** `silo ls`: recent runs and evals. */
 import type { Command } from 'commander';
 import { basename, join } from 'node:path';
-import { evalLocked } from '../eval/lock.js';
-import { suspicion } from '../inspect/diagnose.js';
-import { listEvalIds, listRunIds, readJson, reportedEvalStatus, reportedRun } from '../inspect/runs.js';
 import type { EvalSummary, ResultRecord, RunRecord } from '../types.js';
 import { integer } from './options.js';
 import { createStyle } from '../inspect/style.js';
-import { ms } from '../inspect/show.js';
+import { ms } from '../time.js';
 
 export function registerLs(program: Command): void {
   program
@@ -16,7 +13,12 @@ export function registerLs(program: Command): void {
     .option('-o, --out <dir>', 'artifact folder to look in', '.silo')
     .option('-n, --limit <n>', 'how many runs, and how many evals, to list', integer(1), 20)
     .option('--json', 'print { runs, evals } as JSON')
-    .action((flags: { out: string; limit: number; json?: boolean }) => {
+    .action(async (flags: { out: string; limit: number; json?: boolean }) => {
+      const [{ evalLocked }, { suspicion }, { listEvalIds, listRunIds, readJson, reportedEvalStatus, reportedRun }] = await Promise.all([
+        import('../eval/lock.js'),
+        import('../inspect/diagnose.js'),
+        import('../inspect/runs.js'),
+      ]);
       const runsDir = join(flags.out, 'runs');
       const ids = listRunIds(runsDir);
       const runs = ids.slice(0, flags.limit).map((id) => {

@@ -2,22 +2,33 @@
 import { Command, CommanderError } from 'commander';
 import { describeError, SiloError } from '../errors.js';
 import { SILO_VERSION } from '../paths.js';
-import { closeSharedPool } from '../pool/pool.js';
-import { registerCheck } from './check.js';
-import { registerCompare } from './compare.js';
-import { registerEval } from './eval.js';
-import { registerInit } from './init.js';
-import { registerLs } from './ls.js';
-import { registerReport } from './report.js';
-import { registerMerge } from './merge.js';
-import { registerRegrade } from './regrade.js';
-import { registerRun } from './run.js';
-import { registerServe } from './serve.js';
-import { registerShow } from './show.js';
-import { registerTools } from './tools.js';
-import { registerWorker } from './worker.js';
+import { shutdown } from '../shutdown.js';
 
-export function createProgram(): Command {
+/** Each command's definition, in the order `--help` lists them, loaded when needed. */
+const COMMANDS: [string, () => Promise<(program: Command) => void>][] = [
+  ['init', async () => (await import('./init.js')).registerInit],
+  ['run', async () => (await import('./run.js')).registerRun],
+  ['eval', async () => (await import('./eval.js')).registerEval],
+  ['show', async () => (await import('./show.js')).registerShow],
+  ['report', async () => (await import('./report.js')).registerReport],
+  ['tools', async () => (await import('./tools.js')).registerTools],
+  ['check', async () => (await import('./check.js')).registerCheck],
+  ['ls', async () => (await import('./ls.js')).registerLs],
+  ['serve', async () => (await import('./serve.js')).registerServe],
+  ['merge', async () => (await import('./merge.js')).registerMerge],
+  ['regrade', async () => (await import('./regrade.js')).registerRegrade],
+  ['compare', async () => (await import('./compare.js')).registerCompare],
+  ['worker', async () => (await import('./worker.js')).registerWorker],
+];
+
+/**
+ * The program with the commands `argv` needs: the one it names (`silo run ...` defines `run`
+ * only, so a command starts without loading the others' modules), or all of them (`silo`,
+ * `--help`, `--version`, a mistyped command, which commander then matches against every name).
+ */
+export async function createProgram(argv: readonly string[] = []): Promise<Command> {
+  const named = COMMANDS.find(([name]) => name === argv[0]);
+  const registers = await Promise.all((named ? [named] : COMMANDS).map(([, load]) => load()));
   const program = new Command()
     .name('silo')
     .description('Grade AI agents inside in-memory simulated worlds.')
@@ -32,19 +43,7 @@ export function createProgram(): Command {
         'Exit codes: 0 all passed, 1 something failed, 2 usage or set-up error.\n' +
         'Start with: silo init (a working example in evals/), then the commands it prints.',
     );
-  registerInit(program);
-  registerRun(program);
-  registerEval(program);
-  registerShow(program);
-  registerReport(program);
-  registerTools(program);
-  registerCheck(program);
-  registerLs(program);
-  registerServe(program);
-  registerMerge(program);
-  registerRegrade(program);
-  registerCompare(program);
-  registerWorker(program);
+  for (const register of registers) register(program);
   for (const command of program.commands) command.exitOverride();
   return program;
 }
@@ -54,7 +53,7 @@ export async function main(argv: string[]): Promise<number> {
   // Commands set process.exitCode; left unset, a hang that empties the event loop shows as 13.
   process.exitCode = undefined;
   try {
-    await createProgram().parseAsync(argv, { from: 'user' });
+    await (await createProgram(argv)).parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -71,6 +70,6 @@ export async function main(argv: string[]): Promise<number> {
     else process.stderr.write('silo: set SILO_DEBUG=1 for the stack trace, and please report it\n');
     return 2;
   } finally {
-    await closeSharedPool();
+    await shutdown();
   }
 }

@@ -1,6 +1,5 @@
 /** `silo merge`: the output folders of `silo eval --shard i/n` runs, combined into one eval. */
 import { Option, type Command } from 'commander';
-import { mergeEvals } from '../eval/merge.js';
 import { REPORTERS, type ReporterName } from '../eval/reporters.js';
 import { exitCode, printReport, rate } from './eval.js';
 
@@ -30,8 +29,9 @@ export function registerMerge(program: Command): void {
         'Example:\n  silo merge shard-1 shard-2 shard-3 --out merged',
     )
     .action(async (dirs: string[], flags: MergeFlags) => {
+      const { mergeEvals } = await import('../eval/merge.js');
       const summary = await mergeEvals({ dirs, outDir: flags.out, ...(flags.evalId === undefined ? {} : { evalId: flags.evalId }) });
-      printReport(summary, flags);
+      await printReport(summary, flags);
       process.exitCode = exitCode(summary, flags.minPassRate);
     });
 }

@@ -1,8 +1,9 @@
 /** `silo regrade`: stored runs graded again by today's verifiers, without running the agent. */
 import type { Command } from 'commander';
 import { tableReport } from '../eval/reporters.js';
-import { DEFAULT_REGRADE_CONCURRENCY, describeRefusal, regrade, type RegradeReport } from '../eval/regrade.js';
-import { ms } from '../inspect/show.js';
+import type { RegradeReport } from '../eval/regrade.js';
+import { DEFAULT_REGRADE_CONCURRENCY } from '../options.js';
+import { ms } from '../time.js';
 import { createStyle, type Style } from '../inspect/style.js';
 import { collect, integer } from './options.js';
 
@@ -35,6 +36,7 @@ export function registerRegrade(program: Command): void {
     )
     .action(async (target: string, flags: RegradeFlags) => {
       const progress = process.stderr.isTTY && !flags.json;
+      const { regrade, describeRefusal } = await import('../eval/regrade.js');
       const report = await regrade({
         target,
         outDir: flags.out,
@@ -48,14 +50,14 @@ export function registerRegrade(program: Command): void {
         const json = { ...rest, evals: evals.map((e) => ({ evalId: e.evalId, totals: e.totals, ...(e.baseline ? { baseline: e.baseline } : {}) })) };
         process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
       } else {
-        process.stdout.write(`${formatRegrade(report, createStyle(process.stdout))}\n`);
+        process.stdout.write(`${formatRegrade(report, createStyle(process.stdout), describeRefusal)}\n`);
       }
       process.exitCode = regradeExitCode(report);
     });
 }
 
 /** What a regrade did, for people: each eval's new table, then the runs whose status changed and those refused. */
-export function formatRegrade(r: RegradeReport, s: Style): string {
+export function formatRegrade(r: RegradeReport, s: Style, describeRefusal: (refusal: RegradeReport['refused'][number]) => string): string {
   const out: string[] = [];
   for (const summary of r.evals) out.push(tableReport(summary, s), '');
   const moved = new Map<string, number>();

@@ -1,7 +1,6 @@
 /** `silo report`: an eval as one self-contained HTML file. */
 import type { Command } from 'commander';
-import { DEFAULT_REPORT_LIMITS } from '../inspect/report-data.js';
-import { writeReport } from '../inspect/report.js';
+import { DEFAULT_REPORT_LIMITS } from '../options.js';
 import { integer } from './options.js';
 
 interface ReportFlags {
@@ -26,6 +25,7 @@ export function registerReport(program: Command): void {
         'Example:\n  silo report --output eval.html',
     )
     .action(async (ref: string | undefined, flags: ReportFlags) => {
+      const { writeReport } = await import('../inspect/report.js');
       const written = await writeReport({
         outDir: flags.out,
         ...(ref === undefined ? {} : { evalId: ref }),

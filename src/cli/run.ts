@@ -1,12 +1,10 @@
 /** `silo run`: one rollout per selected task, in order. */
 import type { Command } from 'commander';
+import { existsSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { loadTasks } from '../load.js';
+import { performance } from 'node:perf_hooks';
+import type { RunResult } from '../types.js';
 import { SiloError } from '../errors.js';
-import { selectTasks } from '../filter.js';
-import { runRollout } from '../rollout/rollout.js';
-import type { Diagnosis, RunResult } from '../types.js';
-import { suspicion } from '../inspect/diagnose.js';
 import {
   AGENT_HELP,
   agentOptionsFromFlags,
@@ -26,12 +24,10 @@ import {
   userOptions,
   type UserFlags,
 } from './options.js';
-import { soloNote } from '../user/plan.js';
-import { gatewayFor } from '../gateway/shared.js';
-import { createRunner, type Isolation } from '../pool/pool.js';
-import { agentEnv } from '../agents/builtin.js';
+import type { AgentRunner, Isolation, WarmWorkers } from '../pool/pool.js';
+import type { PreparedAgents } from '../pool/compile.js';
 import { createStyle } from '../inspect/style.js';
-import { ms } from '../inspect/show.js';
+import { DEFAULT_LIMITS } from '../options.js';
 import { onInterrupt } from './signals.js';
 
 interface RunFlags extends ModelFlags, UserFlags {
@@ -84,20 +80,60 @@ export function registerRun(program: Command): void {
   userOptions(command);
 }
 
+/**
+ * Marks on the way of a cold `silo run` (performance.mark, a handful per command), read by
+ * `npm run bench` (coldRun) to say where the time of a cold run goes.
+ */
+const mark = (name: string): void => void performance.mark(`silo:run:${name}`);
+
 async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
+  mark('action');
   const agent = requireAgent(flags.agent, 'run');
+  if (flags.user !== undefined && flags.solo) throw new SiloError('SILO_USAGE', '--user and --solo contradict each other: --user has a model play the user, --solo runs without one; drop one');
+  // The sandbox starts first, on the other core, while this process imports what a run needs and
+  // loads the task file: the agent is prepared (its worker's read permissions, which decide the
+  // sandbox's mounts; a TypeScript agent compiled) and its sandbox started at once. One rollout at
+  // a time: one worker kept ready in the sandbox, for the next task's rollout.
+  const [{ createRunner }, { PreparedAgents }, { agentEnv }] = await Promise.all([import('../pool/pool.js'), import('../pool/compile.js'), import('../agents/builtin.js')]);
+  const pool = createRunner(flags.isolation, { noNetwork: !flags.network, maxThreads: 1, minThreads: 1 });
+  const prepared = new PreparedAgents();
+  const agentFile = /^(openai|anthropic):/.test(agent) ? undefined : resolve(agent);
+  // Its first worker too, with the heap and environment the rollouts will give it (a task with a
+  // heap limit of its own starts another).
+  const worker = { memoryMb: flags.memory ?? DEFAULT_LIMITS.memoryMb, env: agentEnv(agent, flags.env ?? [], process.env) };
+  if (agentFile !== undefined && existsSync(agentFile)) prepared.get(agentFile).then((p) => pool.warm?.(p.readable, worker), () => {});
+  try {
+    return await runTasks(taskFile, flags, agent, pool, prepared, worker);
+  } finally {
+    await pool.destroy();
+    mark('closed');
+  }
+}
+
+async function runTasks(taskFile: string, flags: RunFlags, agent: string, pool: AgentRunner, prepared: PreparedAgents, worker: WarmWorkers): Promise<number> {
+  // What a run needs, imported when it runs (so that `silo --version` and the other commands do
+  // not load it), all at once.
+  const [{ runRollout }, { loadTasks }, { selectTasks }, { gatewayFor }, { suspicion }, { formatLine }, { soloNote }] = await Promise.all([
+    import('../rollout/rollout.js'),
+    import('../load.js'),
+    import('../filter.js'),
+    import('../gateway/shared.js'),
+    import('../inspect/diagnose.js'),
+    import('./run-line.js'),
+    import('../user/plan.js'),
+  ]);
+  mark('imported');
   const tasks = selectTasks(await loadTasks([taskFile]), { ...(flags.task ? { task: flags.task } : {}), ...(flags.tag ? { tag: flags.tag } : {}) });
+  mark('tasks');
   const limits = limitsFromFlags(flags);
-  const env = agentEnv(agent, flags.env ?? [], process.env);
+  const env = { ...worker.env };
   const agentOptions = agentOptionsFromFlags(flags);
   const providers = flags.provider ?? [];
   // One gateway for every rollout of the command, when the agent reaches a model through it.
-  const gateway = gatewayFor(agent, providers, flags);
-  if (flags.user !== undefined && flags.solo) throw new SiloError('SILO_USAGE', '--user and --solo contradict each other: --user has a model play the user, --solo runs without one; drop one');
   const solo = soloNote(tasks.map((t) => t.task), flags);
   if (solo) process.stderr.write(`note: ${solo}\n`);
+  const gateway = await gatewayFor(agent, providers, flags);
 
-  const pool = createRunner(flags.isolation, { noNetwork: !flags.network });
   const s = createStyle(process.stdout);
   const cancel = new AbortController();
   const stopListening = onInterrupt(() => cancel.abort());
@@ -118,16 +154,17 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
         ...(gateway ? { gateway } : {}),
         ...(agentOptions ? { agentOptions } : {}),
         limits,
+        preparedAgents: prepared,
         outDir: flags.out,
         signal: cancel.signal,
         ...(flags.seed === undefined ? {} : { seed: flags.seed }),
       });
       results.push(result);
+      mark('rollout');
       if (!flags.json) process.stdout.write(`${formatLine(result, s)}\n`);
     }
   } finally {
     stopListening();
-    await pool.destroy();
     await gateway?.close();
   }
 
@@ -150,33 +187,4 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   }
   if (cancel.signal.aborted) return 130;
   return results.every((r) => r.status === 'passed') ? 0 : 1;
-}
-
-/** Findings that say how a run ended. */
-const ENDINGS = new Set<string>(['threw', 'load_error', 'crashed', 'timeout', 'tool_call_limit', 'model_limit', 'out_of_memory']);
-
-export function formatLine(r: RunResult, s: ReturnType<typeof createStyle>): string {
-  // A pass whose answer had nothing behind it is a pass with a warning (--strict fails it).
-  const suspicious = suspicion(r.status, r.diagnosis) !== undefined;
-  const mark = suspicious ? s.yellow('⚠') : r.status === 'passed' ? s.green('✓') : r.status === 'failed' ? s.red('✗') : s.yellow('!');
-  const score = r.score === null ? '  -  ' : r.score.toFixed(2);
-  const head = `${mark} ${r.taskId}  ${r.status}  ${score}  ${r.termination}  ${r.toolCalls} call${r.toolCalls === 1 ? '' : 's'}  ${ms(r.durationMs)}${suspicious ? `  ${s.yellow('suspicious')}` : ''}`;
-  const lines = [head];
-  if (r.error) lines.push(`    ${s.yellow(r.error.code)}: ${r.error.message}`);
-  // The diagnosis says how it went wrong; the failed checks below say what was expected.
-  if (r.status !== 'passed' || suspicious) {
-    // How the run ended (what the agent threw, the limit it hit) comes first, then an ungrounded
-    // answer (never cut), then the rest in trace order.
-    const findings = r.diagnosis.filter((f) => f.code !== 'self_corrected');
-    const rank = (f: Diagnosis): number => (ENDINGS.has(f.code) ? 0 : f.code === 'ungrounded_answer' ? 1 : 2);
-    const shown = [0, 1, 2].flatMap((i) => findings.filter((f) => rank(f) === i)).slice(0, 3);
-    // The call a finding blames, numbered as `silo show` numbers it (the answer needs no pointer).
-    for (const d of shown) lines.push(`    ${s.yellow(d.code)}${d.at?.startsWith('call #') ? s.dim(` (${d.at})`) : ''}: ${d.message}`);
-  }
-  for (const c of r.checks.filter((c) => !c.pass).slice(0, 5)) {
-    const detail = c.message ?? ('expected' in c ? `expected ${JSON.stringify(c.expected)}, actual ${JSON.stringify(c.actual)}` : '');
-    lines.push(`    ${s.red('✗')} ${c.name}${detail ? s.dim(`: ${detail.slice(0, 200)}`) : ''}`);
-  }
-  if (r.status !== 'passed' || suspicious) lines.push(`    ${s.dim(`→ silo show ${r.runId}`)}`);
-  return lines.join('\n');
 }

@@ -1,10 +1,7 @@
 /** `silo serve`: one rollout's world over MCP; the MCP client is the agent. */
 import type { Command } from 'commander';
 import { SiloError } from '../errors.js';
-import { selectTasks } from '../filter.js';
-import { loadTasks } from '../load.js';
 import { requireOptional } from '../optional.js';
-import { serveTask } from '../serve/serve.js';
 import type { RunResult } from '../types.js';
 import { integer, limitsFromFlags } from './options.js';
 import { onInterrupt } from './signals.js';
@@ -49,6 +46,7 @@ export function registerServe(program: Command): void {
 async function serveCommand(taskFile: string, flags: ServeFlags): Promise<number> {
   // Before anything is built or printed: without the MCP SDK there is nothing to serve.
   requireOptional('mcp');
+  const [{ loadTasks }, { selectTasks }, { serveTask }] = await Promise.all([import('../load.js'), import('../filter.js'), import('../serve/serve.js')]);
   const tasks = await loadTasks([taskFile]);
   const selected = flags.task === undefined ? tasks : selectTasks(tasks, { task: [flags.task] });
   if (selected.length !== 1) {

@@ -1,7 +1,5 @@
 /** `silo show`: one run, readable. */
 import type { Command } from 'commander';
-import { formatRun } from '../inspect/show.js';
-import { listRunIds, loadRun, resolveRunDir } from '../inspect/runs.js';
 import { SiloError } from '../errors.js';
 import { join } from 'node:path';
 import { createStyle } from '../inspect/style.js';
@@ -13,7 +11,8 @@ export function registerShow(program: Command): void {
     .argument('[run]', 'a runId, a unique prefix of one, or a run folder (default: the latest run)')
     .option('-o, --out <dir>', 'artifact folder to look in', '.silo')
     .option('--json', 'print { run, result, diagnosis, trace, diff } as JSON')
-    .action((ref: string | undefined, flags: { out: string; json?: boolean }) => {
+    .action(async (ref: string | undefined, flags: { out: string; json?: boolean }) => {
+      const [{ formatRun }, { listRunIds, loadRun, resolveRunDir }] = await Promise.all([import('../inspect/show.js'), import('../inspect/runs.js')]);
       let dir: string;
       if (ref === undefined) {
         const latest = listRunIds(join(flags.out, 'runs'))[0];

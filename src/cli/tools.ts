@@ -1,8 +1,5 @@
 /** `silo tools`: exactly the schemas an agent receives, once per distinct environment. */
 import type { Command } from 'commander';
-import { loadTasks } from '../load.js';
-import { selectTasks } from '../filter.js';
-import { toolSchemas } from '../rollout/tools.js';
 import type { Environment, ToolSchema } from '../types.js';
 import { collect } from './options.js';
 import { createStyle } from '../inspect/style.js';
@@ -15,6 +12,7 @@ export function registerTools(program: Command): void {
     .option('-t, --task <id>', 'only tasks with this id or glob (repeatable)', collect)
     .option('--json', 'print [{ environment, tasks, tools, readOnly }] as JSON (readOnly: the tools marked readOnly)')
     .action(async (taskFile: string, flags: { task?: string[]; json?: boolean }) => {
+      const [{ loadTasks }, { selectTasks }, { toolSchemas }] = await Promise.all([import('../load.js'), import('../filter.js'), import('../rollout/tools.js')]);
       const tasks = selectTasks(await loadTasks([taskFile]), flags.task ? { task: flags.task } : {});
       const groups = new Map<Environment, string[]>();
       for (const { task } of tasks) groups.set(task.environment, [...(groups.get(task.environment) ?? []), task.id]);

@@ -1,7 +1,7 @@
 /** `silo worker`: runs the rollouts of queued evals (`silo eval --queue`) on this machine. */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_EVAL_CONCURRENCY, MiB } from '../options.js';
-import { runWorker, type WorkerEvent } from '../queue/worker.js';
+import type { WorkerEvent } from '../queue/worker.js';
 import { integer, isolation, ISOLATION_HELP } from './options.js';
 import type { Isolation } from '../pool/pool.js';
 import { onInterrupt } from './signals.js';
@@ -38,6 +38,7 @@ export function registerWorker(program: Command): void {
       const stop = new AbortController();
       const stopListening = onInterrupt(() => stop.abort());
       try {
+        const { runWorker } = await import('../queue/worker.js');
         await runWorker({
           url: flags.queue,
           concurrency: flags.concurrency,

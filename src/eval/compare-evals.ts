@@ -5,7 +5,7 @@
 import { resolve } from 'node:path';
 import { SiloError } from '../errors.js';
 import { DEFAULT_OUT_DIR } from '../options.js';
-import { resolveEval } from '../inspect/report.js';
+import { resolveEval } from '../inspect/runs.js';
 import type { EvalSummary } from '../types.js';
 import { compareSummaries, type CompareStatsOptions, type Comparison } from './compare.js';
 import { EvalStore } from './store.js';

@@ -11,13 +11,13 @@ import type { BaselineRecord, EvalSummary, TaskStats } from '../types.js';
 import { bootstrapMeanCi95, fisherExact, holm, mean } from './significance.js';
 import { passHatK, reportedKs } from './stats.js';
 import { EvalStore } from './store.js';
+import { DEFAULT_RESAMPLES } from '../options.js';
+import { DEFAULT_COMPARE_SEED } from '../options.js';
 
 /** A task is called regressed or improved when its Holm-corrected p-value is under this. */
 export const COMPARE_ALPHA = 0.05;
-/** Bootstrap resamples of the overall interval. */
-export const DEFAULT_RESAMPLES = 10_000;
-/** Seed of the bootstrap: the same two evals always give the same interval. */
-export const DEFAULT_COMPARE_SEED = 1;
+export { DEFAULT_RESAMPLES };
+export { DEFAULT_COMPARE_SEED };
 
 /** What a task gets. */
 export type Verdict = 'regressed' | 'improved' | 'same';

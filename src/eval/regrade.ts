@@ -21,15 +21,11 @@ import { regradeRun, type RegradeRefusal, type RunRegrade, type TaskFinder } fro
 import { toLine } from './run-eval.js';
 import { EvalStore } from './store.js';
 import { Tally } from './tally.js';
+import { DEFAULT_REGRADE_CONCURRENCY } from '../options.js';
 
 export type { RegradeRefusal, RefusalReason } from './regrade-run.js';
 
-/**
- * Runs graded again at once by default. Most verifiers only compute, and then one at a time is
- * fastest: on the retail world 4 at once took 1.7× as long per run (four runs' worlds alive at
- * once make the garbage collector work harder). A verifier that waits (a model as judge) wants more.
- */
-export const DEFAULT_REGRADE_CONCURRENCY = 1;
+export { DEFAULT_REGRADE_CONCURRENCY };
 
 /** Options of regrade. */
 export interface RegradeOptions {

@@ -3,7 +3,7 @@
  * (XML for CI: a testcase per run, failed checks in the failure message).
  */
 import type { Style } from '../inspect/style.js';
-import { ms } from '../inspect/show.js';
+import { ms } from '../time.js';
 import type { EvalRunLine, EvalSummary } from '../types.js';
 
 export type ReporterName = 'default' | 'json' | 'junit';

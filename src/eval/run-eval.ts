@@ -163,7 +163,7 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
   checkEnvNames(record.env ?? [], env, previous !== undefined);
   const baseline = options.baseline === undefined ? undefined : baselineReader(options.baseline, outDir);
   // One gateway for the eval: its cap on requests in flight holds across every rollout.
-  const gateway = gatewayFor(record.agent, record.providers ?? [], { ...options, user: record.user });
+  const gateway = await gatewayFor(record.agent, record.providers ?? [], { ...options, user: record.user });
 
   const tasks = selectTasks(await loadTasks(record.taskFiles), { task: record.task, tag: record.tag });
   const solo = soloNote(tasks.map((t) => t.task), record);

@@ -5,6 +5,9 @@
  * (src/queue/coordinator.ts) enqueues it for workers and writes back the artifacts they return.
  */
 import type { LoadedTask } from '../load.js';
+import { resolve } from 'node:path';
+import { parseBuiltinAgent } from '../agents/builtin.js';
+import { DEFAULT_LIMITS } from '../options.js';
 import { PreparedAgents } from '../pool/compile.js';
 import type { AgentRunner } from '../pool/pool.js';
 import { runRollout } from '../rollout/rollout.js';
@@ -62,6 +65,15 @@ export type RunnerFactory = (context: RunnerContext) => Promise<RolloutRunner>;
 export function localRunner(context: RunnerContext, pool: AgentRunner, slots: number): RolloutRunner {
   const { record, outDir, evalId, signal, env, gateway } = context;
   const preparedAgents = new PreparedAgents();
+  // The agent's sandbox (a jail's mounts depend on the agent) and its first workers start now,
+  // while the eval gets its first rollouts ready.
+  if (!parseBuiltinAgent(record.agent)) {
+    const worker = { memoryMb: record.limits?.memoryMb ?? DEFAULT_LIMITS.memoryMb, env: { ...env } };
+    preparedAgents.get(resolve(record.agent)).then(
+      (prepared) => pool.warm?.(prepared.readable, worker),
+      () => {},
+    );
+  }
   return {
     slots,
     async run({ loaded, trial }) {

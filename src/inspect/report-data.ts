@@ -22,14 +22,7 @@ export interface ReportLimits extends DetailCaps {
   maxDetailBytes: number;
 }
 
-/** Default caps: a report of any eval stays within a few MiB plus ~130 bytes per run. */
-export const DEFAULT_REPORT_LIMITS: Readonly<ReportLimits> = Object.freeze({
-  maxDetailRuns: 1000,
-  maxDetailBytes: 8 * 2 ** 20,
-  maxValueChars: 1000,
-  maxEvents: 300,
-  maxChanges: 100,
-});
+export { DEFAULT_REPORT_LIMITS } from '../options.js';
 
 /** One run in the report's list. */
 export interface ReportRow {

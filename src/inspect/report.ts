@@ -2,17 +2,18 @@
  * `writeReport`: an eval as one self-contained HTML file (summary, charts, filterable runs, each
  * run's timeline, changes and checks) that opens from disk with no network.
  */
-import { existsSync, statSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { SiloError } from '../errors.js';
 import { EvalStore } from '../eval/store.js';
 import { DEFAULT_OUT_DIR } from '../options.js';
 import { collectReportData, DEFAULT_REPORT_LIMITS, type ReportLimits } from './report-data.js';
 import { renderReportPage } from './report-page.js';
-import { listEvalIds, resolveEvalId } from './runs.js';
+import { resolveEval } from './runs.js';
 import { outDirAccess } from '../out-dir.js';
+
+export { resolveEval };
 
 /** Options of writeReport. */
 export interface ReportOptions {
@@ -70,21 +71,6 @@ export async function writeReport(options: ReportOptions = {}): Promise<ReportWr
     detailed: data.details.length,
     durationMs: performance.now() - t0,
   };
-}
-
-/** Finds an eval by folder, by evalId, or by a unique prefix or suffix of one; none given means the latest. */
-export function resolveEval(ref: string | undefined, outDir: string): { outDir: string; evalId: string } {
-  if (ref !== undefined && existsSync(join(ref, 'summary.json')) && statSync(ref).isDirectory()) {
-    // An eval folder: <out>/evals/<evalId>
-    const dir = resolve(ref);
-    return { outDir: dirname(dirname(dir)), evalId: basename(dir) };
-  }
-  if (ref === undefined) {
-    const latest = listEvalIds(outDir).find((id) => existsSync(join(outDir, 'evals', id, 'summary.json')));
-    if (!latest) throw new SiloError('SILO_USAGE', `no evals in ${join(outDir, 'evals')}; run one with \`silo eval <tasks> --agent <file>\``);
-    return { outDir, evalId: latest };
-  }
-  return { outDir, evalId: resolveEvalId(ref, outDir) };
 }
 
 /** The defaults overridden by `given`; each cap must be an integer >= 1 (`maxDetailRuns` may be 0). */

@@ -1,6 +1,6 @@
 /** Reading runs back from disk: find a run folder, load its artifacts, list recent runs. */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { SiloError } from '../errors.js';
 import type { Change } from '../rollout/diff.js';
 import type { EvalSummary, ResultRecord, RunRecord, TraceEvent } from '../types.js';
@@ -142,4 +142,19 @@ export function listEvalIds(outDir: string): string[] {
     .map((id) => ({ id, at: started(id) }))
     .sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
     .map((e) => e.id);
+}
+
+/** Finds an eval by folder, by evalId, or by a unique prefix or suffix of one; none given means the latest. */
+export function resolveEval(ref: string | undefined, outDir: string): { outDir: string; evalId: string } {
+  if (ref !== undefined && existsSync(join(ref, 'summary.json')) && statSync(ref).isDirectory()) {
+    // An eval folder: <out>/evals/<evalId>
+    const dir = resolve(ref);
+    return { outDir: dirname(dirname(dir)), evalId: basename(dir) };
+  }
+  if (ref === undefined) {
+    const latest = listEvalIds(outDir).find((id) => existsSync(join(outDir, 'evals', id, 'summary.json')));
+    if (!latest) throw new SiloError('SILO_USAGE', `no evals in ${join(outDir, 'evals')}; run one with \`silo eval <tasks> --agent <file>\``);
+    return { outDir, evalId: latest };
+  }
+  return { outDir, evalId: resolveEvalId(ref, outDir) };
 }

@@ -9,6 +9,7 @@ import type { Check, RunRecord, TraceEvent } from '../types.js';
 import { findingPlace, suspicion } from './diagnose.js';
 import type { LoadedRun } from './runs.js';
 import { conversationOf } from './conversation.js';
+import { ms } from '../time.js';
 
 /** Messages of the conversation shown (the last ones; models.jsonl holds all), and characters of each. */
 const CONVERSATION_MESSAGES = 60;
@@ -247,9 +248,5 @@ export function timeLine(run: RunRecord): string {
   return `${ms(total)} total · worker start-up ${ms(p.startupMs)} · world ${ms(p.worldMs)} · ${agent} · grading ${ms(p.gradingMs)} · artifacts ${ms(writing)}`;
 }
 
-/** A duration for people: 0.15ms, 210ms, 3.2s. */
-export function ms(value: number): string {
-  if (value < 1) return `${value.toFixed(2)}ms`;
-  if (value < 1000) return `${Math.round(value)}ms`;
-  return `${(value / 1000).toFixed(1)}s`;
-}
+/** Re-exported for the commands that print durations. */
+export { ms };

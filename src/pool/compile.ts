@@ -1,9 +1,15 @@
 /**
  * TypeScript agents are compiled on the host, once per file version, into one ES module: a
  * narrowed worker can neither start esbuild (a child process) nor write tsx's cache. Relative
- * imports are bundled in; packages stay imports, pinned to the absolute path the host resolved,
- * so the compiled file can live outside the agent's folder. Workers then load plain JavaScript
- * (and no longer pay ~100 ms to register a TypeScript loader).
+ * imports are bundled in, and so are the packages it imports where that is safe: a worker then
+ * reads and compiles one file instead of resolving, reading and compiling the hundreds of files of
+ * an SDK (each fresh worker pays that again). A package that cannot work bundled stays an import,
+ * pinned to the absolute path the host resolved, so the compiled file can live outside the
+ * agent's folder: one with a native addon or WebAssembly, one that finds files next to its own
+ * with `__dirname`/`__filename`/`require.resolve`, or that requires or imports a name it computes
+ * (see UNBUNDLABLE). Everything bundled is a file the agent's worker may read anyway (the confine
+ * plugin). Workers then load plain JavaScript (and no longer pay ~100 ms to register a TypeScript
+ * loader).
  *
  * The compiled module still reads as the agent's own files: `import.meta.url`, `.filename` and
  * `.dirname` in each of its modules name that module's source file (an agent finds the files next
@@ -11,12 +17,13 @@
  * the compiler's source map (source-map.ts).
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import type { SourceMapPayload } from 'node:module';
-import { dirname, extname, join, sep } from 'node:path';
+import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SiloError } from '../errors.js';
+import { PACKAGE_ROOT, SILO_VERSION } from '../paths.js';
 import { isTypeScript } from '../typescript.js';
 import { allowsRead, readableFor } from './permissions.js';
 import { StackMapper, type Shift } from './source-map.js';
@@ -32,13 +39,19 @@ export interface CompiledAgent {
 
 const compiled = new Map<string, Promise<CompiledAgent>>();
 
-/** Compiles a TypeScript agent (cached by path, size and modification time). */
+/**
+ * Compiles a TypeScript agent: once per version of its code and of the packages bundled in. In
+ * this process, by path, size and modification time; across processes, a compiled agent whose
+ * every input (each file bundled, the entry, the package.json of each package it imports) has
+ * the size and modification time it had is used again (its manifest in the private folder), so
+ * a fresh `silo run` does not bundle an SDK again.
+ */
 export function compileAgent(path: string): Promise<CompiledAgent> {
   const stat = statSync(path);
   const key = `${path}\u0000${stat.size}\u0000${stat.mtimeMs}`;
   let job = compiled.get(key);
   if (!job) {
-    job = build(path, key);
+    job = Promise.resolve().then(() => stored(path, key) ?? build(path, key));
     compiled.set(key, job);
     job.catch(() => compiled.delete(key));
   }
@@ -72,13 +85,120 @@ function refusal(agentPath: string, readable: readonly string[], file: string): 
   );
 }
 
+/**
+ * What in a package's code means it cannot be bundled: it finds files next to its own through
+ * CommonJS's `__dirname`/`__filename` or `require.resolve` (they would name the compiled file's
+ * folder, or nothing), it loads a native addon or WebAssembly, or it requires or imports a module
+ * whose name it computes (the bundler cannot follow it). And CommonJS marked `__esModule`: its
+ * default import is `module.exports` in Node but `exports.default` bundled, so it stays Node's.
+ * `import.meta.url` is fine: each bundled module keeps its own file's (see silo-import-meta).
+ */
+const UNBUNDLABLE = /\b__esModule\b|\b__dirname\b|\b__filename\b|\brequire\.resolve\b|\brequire\(\s*[^'"`\s)]|\bimport\(\s*[^'"`\s)]|\.node['"`]|\.wasm\b|\bnode-gyp-build\b|\brequire\(\s*['"]bindings['"]\s*\)/;
+
+/** Files a package holds that no bundle can carry (a native addon, WebAssembly). */
+const BINARY = /\.(node|wasm)$/;
+
 async function build(path: string, key: string): Promise<CompiledAgent> {
+  // The first pass bundles every package and notes those that cannot be bundled; if there are
+  // some, a second pass leaves them as imports.
+  const first = await buildOnce(path, key, new Set());
+  const done = first.found.size === 0 ? first : await buildOnce(path, key, first.found);
+  store(path, key, done);
+  return done.compiled;
+}
+
+/** What a compiled agent's manifest records (see compileAgent). */
+interface Manifest {
+  version: 1;
+  key: string;
+  file: string;
+  packages: string[];
+  map: SourceMapPayload;
+  shifts: [string, Shift][];
+  /** Every input: path, size, modification time. */
+  inputs: [string, number, number][];
+}
+
+/** Where the manifest of the agent at `path` is (one per agent file, Silo and Node version). */
+function manifestFile(path: string): string {
+  const id = createHash('sha256').update(`${path}\u0000${SILO_VERSION}\u0000${PACKAGE_ROOT}\u0000${process.version}`).digest('hex').slice(0, 24);
+  return join(compiledFolder(), `${id}.prepared.json`);
+}
+
+/** The size and modification time of `file`, or null when it is gone. */
+function stamp(file: string): [number, number] | null {
+  try {
+    const st = statSync(file);
+    return [st.size, st.mtimeMs];
+  } catch {
+    return null;
+  }
+}
+
+/** The agent compiled by an earlier process, if none of its inputs changed since. */
+function stored(path: string, key: string): CompiledAgent | undefined {
+  let manifest: Manifest;
+  try {
+    manifest = JSON.parse(readFileSync(manifestFile(path), 'utf8')) as Manifest;
+  } catch {
+    return undefined;
+  }
+  if (manifest.version !== 1 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
+  for (const [file, size, mtime] of manifest.inputs) {
+    const now = stamp(file);
+    if (now === null || now[0] !== size || now[1] !== mtime) return undefined;
+  }
+  // In use: kept young, as a compile that rewrites it would (pruneCompiledAgents).
+  try {
+    const now = new Date();
+    utimesSync(manifest.file, now, now);
+  } catch {
+    // best effort
+  }
+  return { file: manifest.file, packages: manifest.packages, stacks: new StackMapper(manifest.file, manifest.map, new Map(manifest.shifts)) };
+}
+
+/** Records a compiled agent's manifest (best effort: without it, the next process compiles again). */
+function store(path: string, key: string, { compiled, inputs, map, shifts }: Built): void {
+  const files = new Set([path, ...inputs]);
+  // A package upgraded or replaced changes its package.json too.
+  for (const file of inputs) if (file.includes(`${sep}node_modules${sep}`)) files.add(join(packageFolder(file), 'package.json'));
+  for (const folder of compiled.packages) files.add(join(folder, 'package.json'));
+  const stamped = [...files].flatMap((file): [string, number, number][] => {
+    const st = stamp(file);
+    return st ? [[file, st[0], st[1]]] : [];
+  });
+  const manifest: Manifest = { version: 1, key, file: compiled.file, packages: compiled.packages, map, shifts: [...shifts], inputs: stamped };
+  try {
+    const target = manifestFile(path);
+    const tmp = `${target}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(manifest));
+    renameSync(tmp, target);
+  } catch {
+    // not stored: compiled again next time
+  }
+}
+
+/** One pass of the compiler: the agent compiled, what it was made of, and the packages found unbundlable. */
+interface Built {
+  compiled: CompiledAgent;
+  found: Set<string>;
+  /** The files bundled (absolute paths). */
+  inputs: string[];
+  map: SourceMapPayload;
+  shifts: Map<string, Shift>;
+}
+
+async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<string>): Promise<Built> {
   const esbuild = await import('esbuild');
   const dir = compiledFolder();
   const packages = new Set<string>();
+  const unsafe = new Set<string>();
   const shifts = new Map<string, Shift>();
   const META = metaNames(key);
   const readable = readableFor(path);
+  /** The package a file of node_modules belongs to, or null for the agent's own files. */
+  const packageOf = (file: string): string | null => (file.includes(`${sep}node_modules${sep}`) ? packageFolder(file) : null);
   let result: Awaited<ReturnType<typeof esbuild.build>>;
   try {
     result = await esbuild.build({
@@ -96,6 +216,7 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
       banner: { js: "import { createRequire as __siloCreateRequire } from 'node:module'; const require = __siloCreateRequire(import.meta.url);" },
       define: { 'import.meta.url': META.url, 'import.meta.filename': META.filename, 'import.meta.dirname': META.dirname },
       logLevel: 'silent',
+      metafile: true,
       plugins: [
         {
           name: 'silo-confine',
@@ -104,7 +225,14 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
             // JSON, text), is checked before anything reads it.
             b.onLoad({ filter: /.*/ }, (args) => {
               const refused = args.namespace === 'file' ? refusal(path, readable, args.path) : `the agent imports ${args.path} (${args.namespace}), which is not a file of its folder`;
-              return refused === null ? undefined : { errors: [{ text: refused }] };
+              if (refused !== null) return { errors: [{ text: refused }] };
+              // An addon or WebAssembly of a package: the package stays an import (next pass).
+              const owner = packageOf(args.path);
+              if (owner !== null && BINARY.test(args.path)) {
+                unsafe.add(owner);
+                return { contents: '', loader: 'empty' };
+              }
+              return undefined;
             });
           },
         },
@@ -118,6 +246,8 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
               const loader = LOADERS[extname(args.path)];
               if (!loader) return undefined;
               const source = readFileSync(args.path, 'utf8');
+              const owner = packageOf(args.path);
+              if (owner !== null && UNBUNDLABLE.test(source)) unsafe.add(owner);
               const meta = `const ${META.url} = ${JSON.stringify(pathToFileURL(args.path).href)}, ${META.filename} = ${JSON.stringify(args.path)}, ${META.dirname} = ${JSON.stringify(dirname(args.path))};`;
               const shebang = source.startsWith('#!') ? source.slice(0, source.indexOf('\n') + 1) : '';
               shifts.set(args.path, { line: shebang === '' ? 0 : 1, chars: meta.length });
@@ -128,7 +258,8 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
         {
           name: 'silo-packages',
           setup(b) {
-            // Packages are not bundled: each stays an import of the file the host resolved.
+            // Packages are bundled, but for those that cannot be: each of them stays an import of
+            // the file the host resolved.
             b.onResolve({ filter: /^[^./]/ }, async (args) => {
               if (args.pluginData === 'silo-inner' || args.kind === 'entry-point') return undefined;
               const found = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: 'silo-inner' });
@@ -140,7 +271,9 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
               // node_modules, say) is refused here, not granted to the worker.
               const refused = refusal(path, readable, found.path);
               if (refused !== null) return { errors: [{ text: refused }] };
-              packages.add(packageFolder(found.path));
+              const folder = packageFolder(found.path);
+              if (!unbundlable.has(folder)) return { path: found.path };
+              packages.add(folder);
               return { path: found.path, external: true };
             });
           },
@@ -166,7 +299,8 @@ async function build(path: string, key: string): Promise<CompiledAgent> {
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, code);
   renameSync(tmp, file);
-  return { file, packages: [...packages], stacks: new StackMapper(file, map, shifts) };
+  const inputs = Object.keys(result.metafile?.inputs ?? {}).map((input) => resolve(input));
+  return { compiled: { file, packages: [...packages], stacks: new StackMapper(file, map, shifts) }, found: unsafe, inputs, map, shifts };
 }
 
 /** The private folder compiled agents are written to (made if missing). */
@@ -204,7 +338,7 @@ export function pruneCompiledAgents(dir: string, now: number): void {
     return;
   }
   for (const name of names) {
-    if (!/\.mjs$|\.mjs\.\d+\.tmp$/.test(name)) continue;
+    if (!/\.mjs$|\.mjs\.\d+\.tmp$|\.prepared\.json$|\.prepared\.json\.\d+\.tmp$/.test(name)) continue;
     try {
       const file = join(dir, name);
       if (now - lstatSync(file).mtimeMs > COMPILED_AGENT_MAX_AGE_MS) unlinkSync(file);

@@ -5,7 +5,7 @@
  * finds a warm, never-used thread.
  */
 import { availableParallelism } from 'node:os';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { WORKER_ENTRY } from '../paths.js';
 import { PortLink, type Link } from './ends.js';
 import { permissionArgs } from './permissions.js';
@@ -13,6 +13,7 @@ import { SandboxPool } from '../sandbox/pool.js';
 import type { SandboxLevel } from '../sandbox/jail.js';
 import { SiloError } from '../errors.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
+import { atShutdown } from '../shutdown.js';
 
 
 /**
@@ -112,8 +113,12 @@ export interface AgentRunner {
   readonly inProcess?: boolean;
   /** A new link for one rollout: its `host` end goes to the HostChannel, the link to run(). */
   link(): Link;
-  /** Starts what the first rollout will need (a sandbox process) now, in the background. */
-  warm?(): void;
+  /**
+   * Starts what the first rollout will need now, in the background: a sandbox process for workers
+   * reading `readable`, and, given `worker` (the heap and environment the rollouts' workers will
+   * have), their first workers. A rollout that turns out to need others starts its own.
+   */
+  warm?(readable?: readonly string[], worker?: WarmWorkers): void;
   /**
    * Starts `task` in a fresh worker connected to `link`, with a heap of `memoryMb`, `env` as its
    * whole `process.env` and read access to `readable` only; resolves when the worker is gone.
@@ -131,6 +136,12 @@ export interface AgentRunner {
   destroy(): Promise<void>;
 }
 
+/** The workers to start ahead (AgentRunner.warm): their heap limit and their whole environment. */
+export interface WarmWorkers {
+  memoryMb: number;
+  env: Readonly<Record<string, string>>;
+}
+
 /** Runs agents in isolated, single-use worker threads of this process. */
 export class AgentPool implements AgentRunner {
   readonly inProcess = true;
@@ -142,6 +153,8 @@ export class AgentPool implements AgentRunner {
   readonly #options: Required<AgentPoolOptions>;
   /** Agents one worker runs at once: 1, or several when workers are reused. */
   readonly #perWorker: number;
+  /** destroy() was called (warm() starts nothing after it). */
+  #destroyed = false;
 
   constructor(options: AgentPoolOptions = {}) {
     const reuse = options.reuse ?? false;
@@ -176,8 +189,9 @@ export class AgentPool implements AgentRunner {
     if (!(link instanceof PortLink)) throw new Error('a thread pool runs rollouts on links it made (AgentPool.link())');
     const port = link.workerPort;
     const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
+    const Pool = await loadPiscina();
     try {
-      await this.#pool(memoryMb, env, readable).run(message, { transferList: [port], signal: terminate });
+      await this.#pool(Pool, memoryMb, env, readable).run(message, { transferList: [port], signal: terminate });
       return { kind: 'exited', message: 'the worker finished its task', isolation: 'thread' };
     } catch (err) {
       const e = err as { code?: unknown; name?: unknown; message?: unknown };
@@ -188,19 +202,34 @@ export class AgentPool implements AgentRunner {
     }
   }
 
+  /**
+   * Starts the warm workers (minThreads) of the rollouts to come, with `worker`'s heap and
+   * environment and read access to `readable`: they boot while the caller gets its first rollout
+   * ready. The same workers a first rollout would have started.
+   */
+  warm(readable: readonly string[] = [], worker?: WarmWorkers): void {
+    if (!worker) return;
+    void loadPiscina().then(
+      // (not after destroy(): the threads would outlive the pool)
+      (Pool) => this.#destroyed || this.#pool(Pool, worker.memoryMb, worker.env, readable),
+      () => {},
+    );
+  }
+
   /** Stops every worker. */
   async destroy(): Promise<void> {
+    this.#destroyed = true;
     const pools = [...this.#pools.values()];
     this.#pools.clear();
     await Promise.all(pools.map((p) => p.destroy()));
   }
 
-  #pool(memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): Piscina {
+  #pool(Pool: typeof Piscina, memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): Piscina {
     const sortedEnv = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const key = JSON.stringify([memoryMb, sortedEnv, [...readable].sort()]);
     let pool = this.#pools.get(key);
     if (!pool) {
-      pool = new Piscina({
+      pool = new Pool({
         filename: WORKER_ENTRY,
         minThreads: this.#options.minThreads,
         maxThreads: this.#options.maxThreads,
@@ -232,6 +261,14 @@ export class AgentPool implements AgentRunner {
   }
 }
 
+/** piscina, loaded by the first thread pool: a host whose agents run in the sandbox never needs it. */
+let piscina: Promise<typeof Piscina> | undefined;
+
+/** Loads piscina (once); the sandbox process calls it as it starts, before its first rollout. */
+export function loadPiscina(): Promise<typeof Piscina> {
+  return (piscina ??= import('piscina').then((m) => m.Piscina));
+}
+
 /** Where agent workers live: a sandbox process (the default), or threads of this process. */
 export type Isolation = 'process' | 'thread';
 
@@ -250,7 +287,10 @@ const shared = new Map<Isolation, AgentRunner>();
 /** The process-wide runner used when no pool is passed to runRollout. */
 export function sharedPool(isolation: Isolation = 'process'): AgentRunner {
   let runner = shared.get(isolation);
-  if (!runner) shared.set(isolation, (runner = createRunner(isolation)));
+  if (!runner) {
+    shared.set(isolation, (runner = createRunner(isolation)));
+    atShutdown(closeSharedPool);
+  }
   return runner;
 }
 

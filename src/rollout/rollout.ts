@@ -112,7 +112,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   const gateway =
     providers.length === 0 && plan.mode !== 'model'
       ? null
-      : (options.gateway ?? sharedGateway(options.modelCache === undefined ? undefined : { dir: options.modelCache, ...(options.modelCacheMode ? { mode: options.modelCacheMode } : {}) }));
+      : (options.gateway ?? await sharedGateway(options.modelCache === undefined ? undefined : { dir: options.modelCache, ...(options.modelCacheMode ? { mode: options.modelCacheMode } : {}) }));
   const limits = resolveLimits(task.limits, options.limits);
   const seed = resolveSeed(options.seed, () => randomInt(0, 2 ** 32));
   const strict = options.strict === true || task.strict === true;

@@ -6,7 +6,7 @@
  */
 import { Socket } from 'node:net';
 import { PortLink } from '../pool/ends.js';
-import { AgentPool } from '../pool/pool.js';
+import { AgentPool, loadPiscina } from '../pool/pool.js';
 import { MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
 import { FrameReader, FrameWriter, KEY_BYTES, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
 import type { HostMessage } from '../protocol.js';
@@ -74,6 +74,8 @@ const RELAY_BUDGET_CHARS = 256 * 2 ** 20;
 
 const options = JSON.parse(process.argv[2] ?? '{}') as SandboxPoolOptions;
 const pool = new AgentPool(options);
+// Loaded while the host gets the first rollout ready, not after it arrives.
+void loadPiscina();
 const runs = new Map<number, { link: PortLink; terminate: AbortController }>();
 
 function receive(frame: Incoming): void {
@@ -85,6 +87,7 @@ function receive(frame: Incoming): void {
   const msg = frame.message as ToSandbox;
   if (msg.t === 'run') start(msg);
   else if (msg.t === 'ping') send({ t: 'pong' });
+  else if (msg.t === 'warm') pool.warm(msg.readable, msg);
   else if (msg.t === 'net') gatewayRelay.receive(msg);
   else if (msg.t === 'terminate') runs.get(msg.id)?.terminate.abort('the grace period is over');
 }

@@ -124,6 +124,36 @@ function bwrap(): Bubblewrap | string {
   return bubblewrap;
 }
 
+/**
+ * bubblewrap installed but not probed yet, taken to work (with --disable-userns): the probe runs
+ * `node` in a jail, and so does starting a sandbox; a first sandbox that comes up is the probe
+ * passed, one that does not calls for the probe (SandboxPool), which then decides. Saves the
+ * probe's process start on the way of every cold command.
+ */
+let presumed: Bubblewrap | undefined;
+
+/**
+ * Whether bubblewrap can be used without probing it first: `probed` (and it works), `presumed`
+ * (installed, not probed), or false (probed and failed, or not installed: ask unavailable()).
+ */
+export function presumeBwrap(): 'probed' | 'presumed' | false {
+  if (bubblewrap !== undefined) return typeof bubblewrap === 'string' ? false : 'probed';
+  const program = which('bwrap');
+  if (program === null) return false;
+  presumed = { program, disableUserns: true };
+  return 'presumed';
+}
+
+/** A sandbox started on the presumption did not come up: the next launch probes bubblewrap (and setpriv) first. */
+export function forgetPresumedBwrap(): void {
+  presumed = undefined;
+  if (pdeathPresumed) pdeath = undefined;
+  pdeathPresumed = false;
+}
+
+/** setpriv taken to know --pdeathsig along with bubblewrap's presumption (its probe is a process start too). */
+let pdeathPresumed = false;
+
 /** bubblewrap's namespaces and process options (before the mounts). */
 function namespaceFlags(b: Bubblewrap, noNetwork: boolean): string[] {
   return [
@@ -297,10 +327,11 @@ function libraries(): string[] {
     const dir = dirname(file);
     const stem = basename(file).replace(/\.so(\.\d+)*$/, '.so');
     for (const name of list(dir)) {
+      // (the names first: a library folder holds a thousand of them)
+      const dns = name.startsWith('lib') && /^lib(nss_(files|dns)|resolv)\.so\.\d+$/.test(name);
+      if (!dns && !name.startsWith(stem)) continue;
       const path = join(dir, name);
       if (out.has(path)) continue;
-      const dns = /^lib(nss_(files|dns)|resolv)\.so\.\d+$/.test(name);
-      if (!dns && !name.startsWith(stem)) continue;
       try {
         if (dns || (lstatSync(path).isSymbolicLink() && realpathSync(path) === realpathSync(file))) out.add(path);
       } catch {
@@ -401,9 +432,15 @@ function jail(b: Bubblewrap, noNetwork: boolean, mounts: Mounts, passwdFd: numbe
  * whose workers may read `readable`; the Node binary is the last argument.
  */
 export function launch(level: SandboxLevel, options: { noNetwork: boolean; readable: readonly string[] }): Launch {
+  const presuming = level === 'bwrap' && bubblewrap === undefined && presumed !== undefined;
+  if (presuming && pdeath === undefined) {
+    const setpriv = which('setpriv');
+    pdeath = setpriv ? [setpriv, '--pdeathsig', 'KILL', '--'] : [];
+    pdeathPresumed = true;
+  }
   const prefix: string[] = [...deathSignal()];
   if (level === 'bwrap') {
-    const b = bwrap();
+    const b = presuming ? presumed! : bwrap();
     if (typeof b === 'string') throw new Error(b);
     const mounts = systemMounts();
     for (const path of [...runtimePaths(), ...paths(options.readable)]) mounts.bind(path);

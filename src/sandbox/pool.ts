@@ -25,9 +25,9 @@ import { PACKAGE_ROOT } from '../paths.js';
 import { MESSAGE_ENVELOPE_BYTES, SANDBOX_KILL_MS } from '../options.js';
 import { SiloError } from '../errors.js';
 import { RelayLink, type Link } from '../pool/ends.js';
-import type { AgentRunner, WorkerExit } from '../pool/pool.js';
+import type { AgentRunner, WarmWorkers, WorkerExit } from '../pool/pool.js';
 import type { WorkerTask } from '../protocol.js';
-import { launch, mountKey, SANDBOX_CHOICES, unavailable, type SandboxChoice, type SandboxLevel } from './jail.js';
+import { forgetPresumedBwrap, launch, mountKey, presumeBwrap, SANDBOX_CHOICES, unavailable, type SandboxChoice, type SandboxLevel } from './jail.js';
 import { FrameReader, FrameWriter, newKey, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
 import { HostRelay } from './relay.js';
@@ -92,6 +92,9 @@ interface Sandbox {
   ended?: string;
 }
 
+/** Whether this process has marked its first sandbox's start (see #start). */
+let sandboxMarked = false;
+
 /** What was said on stderr already (by any pool of this process): each thing once. */
 const said = new Set<string>();
 
@@ -101,6 +104,8 @@ export class SandboxPool implements AgentRunner {
   readonly #choice: SandboxChoice;
   /** The level this pool's sandboxes run at, once the first one started. */
   #level: SandboxLevel | undefined;
+  /** The level is bubblewrap's on presumption (jail.ts presumeBwrap), until a sandbox came up. */
+  #presumed = false;
   /** The live sandbox of each mount set. */
   readonly #sandboxes = new Map<string, Sandbox>();
   /** The sandbox most recently started or handed a rollout. */
@@ -136,16 +141,7 @@ export class SandboxPool implements AgentRunner {
     readable: readonly string[],
   ): Promise<WorkerExit> {
     if (!(link instanceof RelayLink)) throw new Error('a sandbox runs rollouts on links it made (SandboxPool.link())');
-    const sandbox = this.#sandboxFor(readable);
-    // Counted while the sandbox starts too, so that it keeps the host alive meanwhile (a sandbox
-    // started early by warm() is not held until a rollout waits for it).
-    sandbox.waiting++;
-    this.#hold(sandbox.child);
-    try {
-      await sandbox.ready;
-    } finally {
-      sandbox.waiting--;
-    }
+    const sandbox = await this.#ready(this.#sandboxFor(readable), readable);
     const { child } = sandbox;
     const level = this.#level!;
     const id = this.#nextId++;
@@ -184,15 +180,47 @@ export class SandboxPool implements AgentRunner {
   }
 
   /**
-   * Starts a sandbox now for workers that may read `readable` (a failure shows at the first
-   * rollout, which tries again). Without `readable`, only a sandbox that is not a jail can be
-   * started ahead (a jail's mounts depend on the agent).
+   * The sandbox once it is up. One started on the presumption that bubblewrap works that does not
+   * come up has bubblewrap probed, and a sandbox at the level the probe allows takes its place.
    */
-  warm(readable?: readonly string[]): void {
+  async #ready(sandbox: Sandbox, readable: readonly string[]): Promise<Sandbox> {
+    // Counted while the sandbox starts too, so that it keeps the host alive meanwhile (a sandbox
+    // started early by warm() is not held until a rollout waits for it).
+    sandbox.waiting++;
+    this.#hold(sandbox.child);
+    try {
+      await sandbox.ready;
+      this.#presumed = false;
+      return sandbox;
+    } catch (err) {
+      if (!this.#presumed || this.#level !== 'bwrap') throw err;
+      // The probe now (once): it says why bubblewrap does not work here, and the level falls back.
+      this.#presumed = false;
+      this.#level = undefined;
+      forgetPresumedBwrap();
+      unavailable('bwrap');
+      return await this.#ready(this.#sandboxFor(readable), readable);
+    } finally {
+      sandbox.waiting--;
+    }
+  }
+
+  /**
+   * Starts a sandbox now for workers that may read `readable` (a failure shows at the first
+   * rollout, which tries again), and with `worker`, its first workers as soon as it is up. Without
+   * `readable`, only a sandbox that is not a jail can be started ahead (a jail's mounts depend on
+   * the agent).
+   */
+  warm(readable?: readonly string[], worker?: WarmWorkers): void {
     if (this.#destroyed) return;
     try {
       if (readable === undefined && this.#resolveLevel() === 'bwrap') return;
-      this.#sandboxFor(readable ?? []).ready.catch(() => {});
+      const sandbox = this.#sandboxFor(readable ?? []);
+      sandbox.ready.catch(() => {});
+      // Its first workers start as soon as it is up (they boot while the host loads the tasks):
+      // sent now, right behind the key, the sandbox reads it as it starts, whatever the host is
+      // busy with by then.
+      if (worker) this.#send(sandbox.child, { t: 'warm', memoryMb: worker.memoryMb, env: { ...worker.env }, readable: [...(readable ?? [])] });
     } catch {
       // (a sandbox that cannot even be spawned, say --no-network without namespaces) the same
       // error ends the first rollout, with its message
@@ -257,7 +285,12 @@ export class SandboxPool implements AgentRunner {
     const withoutNamespaces = (why: string): string =>
       `Linux namespaces are not available here (${why}), so the sandbox process runs without them: an agent can still see and signal this machine's other processes and connect to its socket files; run Silo in a container for more`;
     let level: SandboxLevel;
-    if (this.#choice === 'auto') {
+    const bwrapNow = this.#choice === 'auto' ? presumeBwrap() : false;
+    if (bwrapNow) {
+      // Probed already, or to be found out by the first sandbox (#ready).
+      level = 'bwrap';
+      this.#presumed = bwrapNow === 'presumed';
+    } else if (this.#choice === 'auto') {
       const noJail = unavailable('bwrap');
       const noNamespaces = noJail === null ? null : unavailable('unshare');
       level = noJail === null ? 'bwrap' : noNamespaces === null ? 'unshare' : 'process';
@@ -298,9 +331,13 @@ export class SandboxPool implements AgentRunner {
 
   /** Starts a sandbox at `level` for the mount set `key` (workers reading `readable`). */
   #start(level: SandboxLevel, key: string, readable: readonly string[]): Sandbox {
+    // The first sandbox of the process is marked (npm run bench reads the marks: coldRun).
+    const first = !sandboxMarked;
+    sandboxMarked = true;
+    if (first) performance.mark('silo:sandbox:start');
     const { command, args, hostCwd, inputs } = launch(level, { noNetwork: this.#options.noNetwork === true, readable });
     const cwd = hostCwd ? mkdtempSync(join(tmpdir(), 'silo-sandbox-')) : '/';
-    const child = spawn(command, [...args, CHILD_ENTRY, JSON.stringify({ maxThreads: this.#options.maxThreads, reuse: this.#options.reuse })], {
+    const child = spawn(command, [...args, CHILD_ENTRY, JSON.stringify({ maxThreads: this.#options.maxThreads, minThreads: this.#options.minThreads, reuse: this.#options.reuse })], {
       // Nothing of the host: no variables, an empty folder, a process group of its own.
       env: {},
       cwd,
@@ -351,7 +388,10 @@ export class SandboxPool implements AgentRunner {
       const reader = new FrameReader(key32, TO_HOST, allows, (frame) => {
         heardAt = performance.now();
         const msg = this.#fromFrame(frame);
-        if (msg?.t === 'ready') resolve();
+        if (msg?.t === 'ready') {
+          if (first) performance.mark('silo:sandbox:ready');
+          resolve();
+        }
         else if (msg) this.#fromChild(child, msg);
       }, onBroken);
       socket.on('data', (chunk: Buffer) => reader.push(chunk));

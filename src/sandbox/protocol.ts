@@ -28,6 +28,11 @@ export type ToSandbox =
    * sandbox that stops answering (its link blocked or read by an agent) is ended.
    */
   | { t: 'ping' }
+  /**
+   * Start the workers of the rollouts to come now (AgentPool.warm): those of a heap of `memoryMb`,
+   * with `env` as their environment and read access to `readable`.
+   */
+  | { t: 'warm'; memoryMb: number; env: Record<string, string>; readable: string[] }
   /** A relayed connection to the model gateway (relay.ts). */
   | NetMessage;
 
@@ -46,5 +51,7 @@ export type FromSandbox =
 /** Options the sandbox's own worker pool is made with (its first argument, as JSON). */
 export interface SandboxPoolOptions {
   maxThreads?: number;
+  /** Workers the sandbox keeps warm (AgentPoolOptions.minThreads). */
+  minThreads?: number;
   reuse?: boolean;
 }

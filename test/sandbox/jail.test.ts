@@ -337,6 +337,32 @@ describe('the fallback', () => {
     expect(warnings).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bubblewrap \(bwrap\) is not installed\), so it runs in Linux namespaces only: .*install bubblewrap/)]);
   }, 40_000);
 
+  it.skipIf(!namespaces)('falls back to namespaces where bubblewrap is installed but fails, though no probe ran before the first sandbox', async () => {
+    // bubblewrap is taken to work until a sandbox started with it does not come up: then it is
+    // probed, and the rollout runs in a sandbox at the level the probe allows.
+    const bin = join(tmp.dir, 'bin-with-broken-bwrap');
+    mkdirSync(bin, { recursive: true });
+    for (const program of ['unshare', 'setsid', 'setpriv']) {
+      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p));
+      if (found) symlinkSync(found, join(bin, program));
+    }
+    writeFileSync(join(bin, 'bwrap'), '#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n', { mode: 0o755 });
+    const source = `
+      import { readFileSync } from 'node:fs';
+      import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
+      const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
+      for (let i = 0; i < 2; i++) {
+        const r = await runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)} });
+        console.log(r.status, JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation);
+      }`;
+    const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
+      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
+    );
+    expect(stdout.trim().split('\n')).toEqual(['passed unshare', 'passed unshare']);
+    const warnings = stderr.split('\n').filter((line) => line.startsWith('silo: '));
+    expect(warnings).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bwrap failed: bwrap: setting up uid map: Permission denied\), so it runs in Linux namespaces only/)]);
+  }, 40_000);
+
   it('refuses an unknown SILO_SANDBOX with a usage error', async () => {
     const r = await runSilo(['run', 'fixtures/helpdesk/tasks.ts', '--task', 'helpdesk/close-ticket', '--agent', 'fixtures/agents/where-am-i.mjs', '--out', out], { SILO_SANDBOX: 'docker' });
     expect(r.code).toBe(2);

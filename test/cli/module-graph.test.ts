@@ -1,0 +1,79 @@
+/**
+ * Each command loads what it uses: the module graph of `silo --version`, `silo run` and `silo eval`
+ * (every ES module and CommonJS file the process loads, recorded by record-modules.mjs) must not
+ * hold a package or a part of Silo that the command does not use. A static import of the queue,
+ * an SDK, MCP, the report writer or the rollout machinery into the wrong place fails here.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers.js';
+import { BIN, PLAIN_ENV } from './silo.js';
+
+const out = tempDir('silo-graph-');
+afterAll(() => out.remove());
+
+let count = 0;
+
+/** The modules `silo <args>` loaded: Silo's own as `src/...`, packages as their names. */
+async function graph(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; silo: string[]; packages: string[]; stderr: string }> {
+  const file = join(out.dir, `modules-${count++}.txt`);
+  const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', './test/cli/record-modules.mjs', BIN, ...args],
+      { env: { ...PLAIN_ENV, ...env, SILO_TEST_MODULES: file }, timeout: 150_000 },
+      (err, _stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stderr }),
+    );
+  });
+  const loaded = [...new Set(readFileSync(file, 'utf8').split('\n').filter(Boolean))];
+  const silo = loaded.flatMap((m) => /\/dist\/(src\/.*)\.js$/.exec(m)?.[1] ?? []);
+  const packages = [...new Set(loaded.flatMap((m) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m)?.[1] ?? []))].sort();
+  return { code, silo, packages, stderr };
+}
+
+/** Parts of Silo only some commands use (a prefix of a module path under src/). */
+const ROLLOUT = ['src/rollout/', 'src/pool/', 'src/sandbox/', 'src/load', 'src/typescript'];
+const OTHERS = ['src/queue/', 'src/serve/', 'src/check/', 'src/inspect/report', 'src/agents/openai', 'src/agents/anthropic', 'src/gateway/gateway'];
+/** Packages no command of these tests uses: the optional peers, and what the tests here never load. */
+const HEAVY = ['bullmq', 'ioredis', '@modelcontextprotocol/sdk', 'openai', '@anthropic-ai/sdk', 'tsx', 'esbuild', 'playwright-core'];
+
+const within = (modules: string[], prefixes: string[]): string[] => modules.filter((m) => prefixes.some((p) => m.startsWith(p)));
+
+describe('the module graph of a command', () => {
+  it('silo --version loads commander and the command definitions, nothing of what the commands run', async () => {
+    const g = await graph(['--version']);
+    expect(g.code).toBe(0);
+    expect(g.packages).toEqual(['commander']);
+    expect(within(g.silo, [...ROLLOUT, ...OTHERS, 'src/eval/run-eval', 'src/eval/store', 'src/inspect/runs', 'src/inspect/show'])).toEqual([]);
+  });
+
+  it('silo --help loads no more than --version', async () => {
+    const g = await graph(['--help']);
+    expect(g.code).toBe(0);
+    expect(g.packages).toEqual(['commander']);
+    expect(within(g.silo, [...ROLLOUT, ...OTHERS])).toEqual([]);
+  });
+
+  it('silo run of a JavaScript task and agent in the sandbox loads no queue, SDK, MCP, report, TypeScript loader, bundler or thread pool', async () => {
+    const g = await graph(['run', 'fixtures/bench/tasks.mjs', '-t', 'bench/calls-0', '--agent', 'fixtures/agents/bench-caller.mjs', '--out', out.dir]);
+    expect(g.stderr).not.toMatch(/internal error/);
+    expect(g.code).toBe(0);
+    expect(g.silo).toContain('src/rollout/rollout');
+    // piscina runs the workers in the sandbox process, not in the host.
+    expect(g.packages.filter((p) => [...HEAVY, 'piscina'].includes(p))).toEqual([]);
+    expect(within(g.silo, [...OTHERS, 'src/eval/run-eval', 'src/eval/store'])).toEqual([]);
+    // Nor the other commands' definitions.
+    expect(g.silo.filter((m) => m.startsWith('src/cli/') && !['src/cli/bin', 'src/cli/main', 'src/cli/run', 'src/cli/run-line', 'src/cli/options', 'src/cli/signals'].includes(m))).toEqual([]);
+  });
+
+  it('silo eval loads no queue without --queue, no report writer without --report, no SDK and no MCP', async () => {
+    const g = await graph(['eval', 'fixtures/bench/tasks.mjs', '-t', 'bench/calls-0', '--agent', 'fixtures/agents/bench-caller.mjs', '--out', out.dir]);
+    expect(g.stderr).not.toMatch(/internal error/);
+    expect(g.code).toBe(0);
+    expect(g.silo).toContain('src/eval/run-eval');
+    expect(g.packages.filter((p) => [...HEAVY, 'piscina'].includes(p))).toEqual([]);
+    expect(within(g.silo, OTHERS)).toEqual([]);
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * A compiled agent carries the packages it imports where that is safe (src/pool/compile.ts): a
+ * fresh worker then loads one file instead of a package's hundreds. Packages that cannot work
+ * bundled (a native addon, WebAssembly, files found next to their own with __dirname, a module
+ * name computed at run time) are detected and stay imports; and a compiled agent is used again by
+ * the next process while none of its inputs changed.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { compileAgent } from '../../src/pool/compile.js';
+import { runRollout } from '../../src/index.js';
+import type { Task } from '../../src/types.js';
+import { tempDir } from '../helpers.js';
+
+const home = tempDir('silo-bundle-');
+afterAll(() => home.remove());
+
+/** An agent folder with these packages in its node_modules (name → files), and an agent importing `imports`. */
+function agentWith(name: string, packages: Record<string, Record<string, string>>, body: string): string {
+  const dir = join(home.dir, name);
+  for (const [pkg, files] of Object.entries(packages)) {
+    mkdirSync(join(dir, 'node_modules', pkg), { recursive: true });
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(join(dir, 'node_modules', pkg, file, '..'), { recursive: true });
+      writeFileSync(join(dir, 'node_modules', pkg, file), text);
+    }
+  }
+  writeFileSync(join(dir, 'agent.ts'), body);
+  return join(dir, 'agent.ts');
+}
+
+const esm = (main: string, code: string): Record<string, string> => ({ 'package.json': JSON.stringify({ name: 'x', type: 'module', main }), [main]: code });
+const cjs = (main: string, code: string): Record<string, string> => ({ 'package.json': JSON.stringify({ name: 'x', main }), [main]: code });
+
+const PACKAGES = {
+  plain: esm('index.js', 'export const answer = () => "plain";\n'),
+  'uses-dirname': cjs('index.js', 'const { join } = require("node:path");\nexports.answer = () => "dirname:" + join(__dirname, "data.txt").endsWith("data.txt");\n'),
+  addon: cjs('index.js', 'let addon = null;\ntry { addon = require("./build/native.node"); } catch { addon = null; }\nexports.answer = () => "addon:" + (addon === null);\n'),
+  'with-wasm': esm('index.js', 'export const answer = () => "wasm:" + new URL("./lib.wasm", import.meta.url).pathname.endsWith("lib.wasm");\n'),
+  dynamic: cjs('index.js', 'exports.answer = (name) => { try { return require(name); } catch { return "dynamic"; } };\n'),
+  // Compiled from ESM: Node's default import is module.exports, a bundle's would be exports.default.
+  'es-module-flag': cjs('index.js', 'Object.defineProperty(exports, "__esModule", { value: true });\nexports.default = () => "flagged";\nexports.answer = () => "flag";\n'),
+};
+
+describe('bundling the packages of a compiled agent', () => {
+  it('bundles a plain package into the compiled module: the worker imports no file of it', async () => {
+    const agent = agentWith('plain', { plain: PACKAGES.plain }, 'import { answer } from "plain";\nexport default () => answer();\n');
+    const compiled = await compileAgent(agent);
+    expect(compiled.packages).toEqual([]);
+    const code = readFileSync(compiled.file, 'utf8');
+    expect(code).toContain('"plain"');
+    expect(code).not.toMatch(/from\s+"[^"]*node_modules\/plain/);
+  });
+
+  for (const pkg of ['uses-dirname', 'addon', 'with-wasm', 'dynamic', 'es-module-flag'] as const) {
+    it(`leaves ${pkg} an import of its own files, next to a plain package that is bundled`, async () => {
+      const files: Record<string, string> = { ...PACKAGES[pkg] };
+      if (pkg === 'addon') files['build/native.node'] = 'not really an addon';
+      if (pkg === 'with-wasm') files['lib.wasm'] = '\0asm';
+      const agent = agentWith(`leaves-${pkg}`, { [pkg]: files, plain: PACKAGES.plain }, `import { answer } from "${pkg}";\nimport { answer as plain } from "plain";\nexport default () => answer("x") + plain();\n`);
+      const compiled = await compileAgent(agent);
+      expect(compiled.packages).toEqual([join(home.dir, `leaves-${pkg}`, 'node_modules', pkg)]);
+      expect(readFileSync(compiled.file, 'utf8')).toContain(join(home.dir, `leaves-${pkg}`, 'node_modules', pkg));
+    });
+  }
+
+  it('runs an agent whose bundled and imported packages both work in its worker', async () => {
+    const agent = agentWith(
+      'runs',
+      { plain: PACKAGES.plain, 'uses-dirname': PACKAGES['uses-dirname'] },
+      'import { answer } from "uses-dirname";\nimport { answer as plain } from "plain";\nexport default () => answer() + " " + plain();\n',
+    );
+    const task: Task = {
+      id: 'bundle/runs',
+      instruction: 'answer',
+      environment: { name: 'empty', createState: () => ({}), tools: [] },
+      verify: ({ output }) => [{ name: 'answered', pass: output === 'dirname:true plain' }],
+    };
+    const r = await runRollout({ task, agent, outDir: join(home.dir, 'out'), isolation: 'thread' });
+    expect(r.error).toBeUndefined();
+    expect(r.output).toBe('dirname:true plain');
+    expect(r.status).toBe('passed');
+  });
+});
+
+describe('a compiled agent across processes', () => {
+  /** Compiles `agent` in a fresh process: its file, and whether that process loaded esbuild. */
+  const compileElsewhere = (agent: string): Promise<{ file: string; built: boolean }> => {
+    const source = `
+      import { createRequire } from 'node:module';
+      import { compileAgent } from ${JSON.stringify(new URL('../../dist/src/pool/compile.js', import.meta.url).href)};
+      const { file } = await compileAgent(${JSON.stringify(agent)});
+      const built = Object.keys(createRequire(import.meta.url).cache).some((k) => k.includes('/node_modules/esbuild/'));
+      console.log(JSON.stringify({ file, built }));`;
+    return new Promise((resolve, reject) =>
+      execFile(process.execPath, ['--input-type=module', '-e', source], { timeout: 60_000 }, (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout) as { file: string; built: boolean }))),
+    );
+  };
+
+  it('is used again while none of its inputs changed, and compiled again once a bundled package did', async () => {
+    const agent = agentWith('again', { plain: PACKAGES.plain }, 'import { answer } from "plain";\nexport default () => answer();\n');
+    const first = await compileElsewhere(agent);
+    expect(first.built).toBe(true);
+    const second = await compileElsewhere(agent);
+    expect(second).toEqual({ file: first.file, built: false });
+    // The package changes (an upgrade): the next process bundles it again, with its new code.
+    const main = join(home.dir, 'again', 'node_modules', 'plain', 'index.js');
+    writeFileSync(main, 'export const answer = () => "upgraded";\n');
+    utimesSync(main, new Date(Date.now() + 5_000), new Date(Date.now() + 5_000));
+    const third = await compileElsewhere(agent);
+    expect(third.built).toBe(true);
+    expect(readFileSync(third.file, 'utf8')).toContain('"upgraded"');
+  });
+});
