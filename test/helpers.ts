@@ -2,6 +2,7 @@
  * Test helpers: a tiny world with tools that show what they really received, built in one line,
  * and readers for a run folder's artifacts.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -160,4 +161,10 @@ export function eventsOf<T extends TraceEvent['type']>(trace: readonly TraceEven
 export function tempDir(prefix: string): { dir: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A pid no process has: that of a process that just ended. */
+export function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(child.stdout);
 }

@@ -9,6 +9,7 @@ import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, utimes
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { SiloError } from '../errors.js';
+import { ownerGone, thisProcess } from '../owner.js';
 
 /** How often the owner refreshes its lock. */
 export const LOCK_REFRESH_MS = 5_000;
@@ -19,7 +20,11 @@ export const LOCK_STALE_MS = 60_000;
 interface Owner {
   pid: number;
   host: string;
+  /** When the lock was taken (ISO time). */
   since: string;
+  /** The owner's start time and the machine's boot (see src/owner.ts): tell a reused pid apart. */
+  started?: string;
+  boot?: string;
 }
 
 /** A held lock. */
@@ -35,7 +40,8 @@ export interface EvalLock {
 export function lockEval(dir: string, evalId: string): EvalLock {
   mkdirSync(dir, { recursive: true });
   const file = join(dir, 'lock');
-  const me: Owner = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
+  const self = thisProcess();
+  const me: Owner = { pid: self.pid, host: self.host, since: new Date().toISOString(), ...(self.since ? { started: self.since } : {}), ...(self.boot ? { boot: self.boot } : {}) };
   const text = `${JSON.stringify(me)}\n`;
   for (let attempt = 0; ; attempt++) {
     if (take(file, text)) break;
@@ -104,24 +110,22 @@ function readOwner(file: string): Owner | undefined {
   try {
     const owner = JSON.parse(readFileSync(file, 'utf8')) as Partial<Owner>;
     if (typeof owner.pid !== 'number' || typeof owner.host !== 'string') return undefined;
-    return { pid: owner.pid, host: owner.host, since: String(owner.since ?? '?') };
+    return {
+      pid: owner.pid,
+      host: owner.host,
+      since: String(owner.since ?? '?'),
+      ...(typeof owner.started === 'string' ? { started: owner.started } : {}),
+      ...(typeof owner.boot === 'string' ? { boot: owner.boot } : {}),
+    };
   } catch {
     return undefined;
   }
 }
 
+/** On this host, whether its process is still there (src/owner.ts); elsewhere, whether it refreshes the lock. */
 function isAlive(owner: Owner, file: string): boolean {
-  if (owner.host === hostname()) {
-    if (owner.pid === process.pid) return true;
-    try {
-      process.kill(owner.pid, 0);
-      return true;
-    } catch (err) {
-      // EPERM: the process exists but belongs to someone else.
-      return (err as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  }
-  return touchedRecently(file);
+  if (owner.host !== hostname()) return touchedRecently(file);
+  return !ownerGone({ pid: owner.pid, host: owner.host, ...(owner.started ? { since: owner.started } : {}), ...(owner.boot ? { boot: owner.boot } : {}) });
 }
 
 function touchedRecently(file: string): boolean {

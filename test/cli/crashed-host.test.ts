@@ -4,7 +4,7 @@
  * the next `silo` command reports such runs as crashed instead of running for ever, and
  * `eval --resume` runs their pairs again.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -12,17 +12,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ownerGone, thisProcess } from '../../src/owner.js';
 import { reportedEvalStatus, reportedRun } from '../../src/inspect/runs.js';
 import type { EvalRunLine, EvalSummary, RunRecord } from '../../src/types.js';
-import { tempDir } from '../helpers.js';
+import { deadPid, tempDir } from '../helpers.js';
 import { BIN, PLAIN_ENV, runSilo } from './silo.js';
 
 const tmp = tempDir('silo-crashed-host-');
 afterAll(() => tmp.remove());
 
-/** A pid no process has: one that just ended. */
-function deadPid(): number {
-  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
-  return Number(child.stdout);
-}
 
 describe('ownerGone', () => {
   it('knows this process is there, and a process that ended, a reused pid or a rebooted machine are gone', () => {

@@ -3,14 +3,13 @@
  * owner that died (same host: its pid is gone; another host: its lock went stale) never leaves
  * the eval stuck.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { evalLocked, LOCK_STALE_MS, lockEval } from '../../src/eval/lock.js';
 import { runEval, SiloError } from '../../src/index.js';
-import { tempDir } from '../helpers.js';
+import { deadPid, tempDir } from '../helpers.js';
 
 const tmp = tempDir('silo-lock-');
 afterAll(() => tmp.remove());
@@ -18,11 +17,6 @@ afterAll(() => tmp.remove());
 let n = 0;
 const folder = (): string => join(tmp.dir, `eval-${n++}`);
 
-/** The pid of a process that has exited. */
-function deadPid(): number {
-  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
-  return Number(child.stdout);
-}
 
 describe('lockEval', () => {
   it('holds the folder until released, refusing a second owner with the eval id and the holder', () => {
