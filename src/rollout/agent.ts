@@ -16,6 +16,7 @@ import type { AgentOptions, ErrorInfo, Limits, Termination } from '../types.js';
 import type { WorkerTask } from '../protocol.js';
 import { UsageTally, type Usage } from './usage.js';
 import { createCallPath } from './call.js';
+import { startGate } from '../pool/start-gate.js';
 import { LimitGuard } from './limits.js';
 import { capText } from './output.js';
 import type { Toolbox } from './tools.js';
@@ -103,6 +104,8 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   const terminate = new AbortController();
   let graceTimer: NodeJS.Timeout | undefined;
   let startedAt: number | undefined;
+  /** Frees this rollout's turn to start a worker (start-gate.ts), once the worker has started. */
+  const slot: { release?: (() => void) | null } = {};
   /** Set when the agent ended its own worker. */
   let exitReason: string | undefined;
 
@@ -165,6 +168,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
       started: () => {
         if (startedAt !== undefined) return;
         startedAt = performance.now();
+        slot.release?.();
         clearTimeout(startTimer);
         guard.startClock();
       },
@@ -195,14 +199,18 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   // that never does (a pool whose workers die as they start, a sandbox that does not come up) ends
   // the rollout all the same. The agent's own clock starts when it has (a sandbox booting for the
   // first rollout, on a loaded machine, does not eat into the agent's time).
+  // Workers start a few at a time per runner (start-gate.ts): the start clock runs from this
+  // rollout's turn. One cancelled while it waits never asks for a worker.
+  slot.release = await startGate(opts.pool).acquire(terminate.signal);
   const startMs = workerStartMs(limits.timeoutMs);
   const startTimer = setTimeout(() => {
     if (startedAt === undefined) terminate.abort(`the agent's worker did not start within ${startMs} ms`);
   }, startMs);
-  const run = opts.pool.run(
+  const run = slot.release === null ? Promise.resolve<WorkerExit>({ kind: 'terminated', message: 'the rollout ended before its worker started' }) : opts.pool.run(
     {
       agentPath: prepared.modulePath,
       agentFile: opts.agentPath,
+      ...(prepared.script ? { agentScript: true } : {}),
       instruction: opts.instruction,
       tools: opts.toolbox.schemas,
       limits,
@@ -218,6 +226,8 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     prepared.readable,
     // A runner that cannot start the worker (a sandbox that failed to start) is a worker gone.
   ).catch((err: unknown): WorkerExit => ({ kind: 'exited', message: `the agent's worker could not start: ${describeError(err)}` }));
+  // A worker that never reports its start frees the slot when it is gone.
+  void run.then(() => slot.release?.());
   // Whatever the runner does, a terminated worker is gone for this rollout within a bound: one
   // that never answers (a sandbox stuck as it starts) cannot hold the rollout, or an eval, forever.
   const exit = Promise.race([run, goneAfterTerminate(run, terminate.signal)]);

@@ -1,0 +1,89 @@
+/**
+ * Workers start a few at a time per runner (src/pool/start-gate.ts): hundreds of rollouts that
+ * start their workers at once would have every start compete for the cores with the thread that
+ * relays their messages (in the sandbox: the rollouts timed out as they started, and the silence
+ * check ended the sandbox). The gate admits START_SLOTS starts at once, in order; a rollout's start
+ * clock runs from its turn; one cancelled while it waits takes nothing.
+ */
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { AgentPool, type AgentRunner } from '../../src/pool/pool.js';
+import { START_SLOTS, StartGate } from '../../src/pool/start-gate.js';
+import { runRollout } from '../../src/index.js';
+import type { Task } from '../../src/types.js';
+import { tempDir } from '../helpers.js';
+
+const home = tempDir('silo-start-gate-');
+afterAll(() => home.remove());
+
+describe('StartGate', () => {
+  it('admits as many as it has slots, then each in the order it came as slots free', async () => {
+    const gate = new StartGate(2);
+    const a = await gate.acquire();
+    const b = await gate.acquire();
+    const order: string[] = [];
+    const c = gate.acquire().then((r) => (order.push('c'), r));
+    const d = gate.acquire().then((r) => (order.push('d'), r));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(order).toEqual([]);
+    expect(gate.waiting).toBe(2);
+    a!();
+    a!(); // twice frees one slot only
+    await c;
+    await new Promise((r) => setTimeout(r, 10));
+    expect(order).toEqual(['c']);
+    b!();
+    await d;
+    expect(order).toEqual(['c', 'd']);
+  });
+
+  it('gives null to one whose signal aborts while it waits, and keeps its place for the next', async () => {
+    const gate = new StartGate(1);
+    const held = await gate.acquire();
+    const controller = new AbortController();
+    const gone = gate.acquire(controller.signal);
+    const next = gate.acquire();
+    controller.abort();
+    expect(await gone).toBeNull();
+    expect(gate.waiting).toBe(1);
+    held!();
+    expect(typeof (await next)).toBe('function');
+    expect(await gate.acquire(AbortSignal.abort())).toBeNull();
+  });
+});
+
+describe('rollouts starting at once', () => {
+  it(`start at most ${START_SLOTS} workers at a time on one runner, and all run`, async () => {
+    // A runner whose workers take 150 ms to be asked for: how many are being started at once.
+    const inner = new AgentPool({ maxThreads: 64 });
+    let starting = 0;
+    let most = 0;
+    const runner: AgentRunner = {
+      inProcess: true,
+      link: () => inner.link(),
+      run: async (...args) => {
+        starting++;
+        most = Math.max(most, starting);
+        await new Promise((r) => setTimeout(r, 150));
+        starting--;
+        return inner.run(...args);
+      },
+      destroy: () => inner.destroy(),
+    };
+    const task: Task = {
+      id: 'gate/answer',
+      instruction: 'answer',
+      environment: { name: 'empty', createState: () => ({}), tools: [] },
+      verify: ({ output }) => [{ name: 'answered', pass: output === 'waited' }],
+    };
+    const agent = join(import.meta.dirname, '..', '..', 'fixtures', 'agents', 'bench-waiter.mjs');
+    try {
+      const runs = await Promise.all(Array.from({ length: 3 * START_SLOTS }, () => runRollout({ task, agent, pool: runner, outDir: join(home.dir, 'out') })));
+      expect(runs.map((r) => r.status)).toEqual(runs.map(() => 'passed'));
+      expect(most).toBeLessThanOrEqual(START_SLOTS);
+      expect(most).toBeGreaterThan(1);
+    } finally {
+      await runner.destroy();
+    }
+  });
+});
