@@ -15,6 +15,8 @@ export interface WorkerTask {
   agentPath: string;
   /** The agent's own file, for messages. */
   agentFile: string;
+  /** `agentPath` is a compiled script with a code cache next to it (see src/pool/compile.ts), not a module. */
+  agentScript?: boolean;
   instruction: string;
   tools: ToolSchema[];
   limits: Pick<Limits, 'maxOutputBytes' | 'maxMessageBytes'>;

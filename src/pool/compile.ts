@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import type { SourceMapPayload } from 'node:module';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Script } from 'node:vm';
 import { SiloError } from '../errors.js';
 import { PACKAGE_ROOT, SILO_VERSION } from '../paths.js';
 import { isTypeScript } from '../typescript.js';
@@ -31,6 +32,11 @@ import { StackMapper, type Shift } from './source-map.js';
 /** A compiled agent: the module to load, and the package folders it imports from. */
 export interface CompiledAgent {
   file: string;
+  /**
+   * The module is a script (CommonJS wrapped in a function, `.cjs`), loaded with vm.Script and the
+   * V8 code cache the host made next to it (`<file>.cache`); otherwise an ES module (`.mjs`).
+   */
+  script: boolean;
   /** Folders of the packages it imports, as resolved (for the worker's read permissions). */
   packages: string[];
   /** Maps the compiled module's positions in stack traces to the agent's own files. */
@@ -100,16 +106,68 @@ const BINARY = /\.(node|wasm)$/;
 
 async function build(path: string, key: string): Promise<CompiledAgent> {
   // The first pass bundles every package and notes those that cannot be bundled; if there are
-  // some, a second pass leaves them as imports.
-  const first = await buildOnce(path, key, new Set());
-  const done = first.found.size === 0 ? first : await buildOnce(path, key, first.found);
+  // some, a second pass leaves them as imports. Both try the script form first (scriptProblem).
+  const first = await buildEither(path, key, new Set());
+  const done = first.found.size === 0 ? first : await buildEither(path, key, first.found);
   store(path, key, done);
   return done.compiled;
 }
 
+/**
+ * The agent compiled as a script where it can be, else as an ES module. A script is what V8 can
+ * keep a code cache for (Node 20 has none for ES modules): each fresh worker then skips parsing
+ * and compiling the code the host compiled for it (a large SDK: ~0.65× the time to load it).
+ */
+async function buildEither(path: string, key: string, unbundlable: ReadonlySet<string>): Promise<Built> {
+  try {
+    const script = await buildOnce(path, key, unbundlable, 'cjs');
+    if (script !== null) return script;
+  } catch {
+    // Whatever the script form trips on, the ES module form says it (or works).
+  }
+  return (await buildOnce(path, key, unbundlable, 'esm'))!;
+}
+
+/**
+ * Why a script build of an agent cannot stand for its ES module, or null when it can: the script
+ * has no top-level await (esbuild refuses it), no `import.meta` beyond `.url`, `.filename` and
+ * `.dirname` (which the compiler defines), no dynamic import of a package left unbundled (a
+ * script has no module loader of its own), and every package left unbundled is CommonJS (so
+ * `require()` loads it as Node's `import` would, never through require(esm)).
+ */
+function scriptProblem(result: import('esbuild').BuildResult): string | null {
+  if (result.warnings.some((w) => w.text.includes('import.meta'))) return 'import.meta';
+  for (const output of Object.values(result.metafile?.outputs ?? {})) {
+    for (const imp of output.imports) {
+      if (!imp.external || imp.path.startsWith('node:') || !imp.path.startsWith('/')) continue;
+      if (imp.kind === 'dynamic-import') return `import() of ${imp.path}`;
+      if (!isCommonJs(imp.path)) return `${imp.path} is an ES module`;
+    }
+  }
+  return null;
+}
+
+/** Whether Node loads `file` as CommonJS (by its extension, else its package's `type`). */
+function isCommonJs(file: string): boolean {
+  if (file.endsWith('.cjs')) return true;
+  if (!file.endsWith('.js')) return false;
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    try {
+      return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { type?: unknown }).type !== 'module';
+    } catch {
+      // no package.json here (or not JSON): the folder above
+    }
+    if (dirname(dir) === dir) return true;
+  }
+}
+
+/** The wrapper of a script build: what a CommonJS module is given, as Node gives it. */
+const SCRIPT_HEAD = '(function (exports, require, module, __filename, __dirname) {';
+const SCRIPT_TAIL = '\n})';
+
 /** What a compiled agent's manifest records (see compileAgent). */
 interface Manifest {
-  version: 1;
+  version: 2;
   key: string;
   file: string;
   packages: string[];
@@ -143,7 +201,7 @@ function stored(path: string, key: string): CompiledAgent | undefined {
   } catch {
     return undefined;
   }
-  if (manifest.version !== 1 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
+  if (manifest.version !== 2 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
   for (const [file, size, mtime] of manifest.inputs) {
     const now = stamp(file);
     if (now === null || now[0] !== size || now[1] !== mtime) return undefined;
@@ -152,10 +210,11 @@ function stored(path: string, key: string): CompiledAgent | undefined {
   try {
     const now = new Date();
     utimesSync(manifest.file, now, now);
+    if (manifest.file.endsWith('.cjs')) utimesSync(codeCacheFile(manifest.file), now, now);
   } catch {
     // best effort
   }
-  return { file: manifest.file, packages: manifest.packages, stacks: new StackMapper(manifest.file, manifest.map, new Map(manifest.shifts)) };
+  return { file: manifest.file, script: manifest.file.endsWith('.cjs'), packages: manifest.packages, stacks: new StackMapper(manifest.file, manifest.map, new Map(manifest.shifts)) };
 }
 
 /** Records a compiled agent's manifest (best effort: without it, the next process compiles again). */
@@ -168,7 +227,7 @@ function store(path: string, key: string, { compiled, inputs, map, shifts }: Bui
     const st = stamp(file);
     return st ? [[file, st[0], st[1]]] : [];
   });
-  const manifest: Manifest = { version: 1, key, file: compiled.file, packages: compiled.packages, map, shifts: [...shifts], inputs: stamped };
+  const manifest: Manifest = { version: 2, key, file: compiled.file, packages: compiled.packages, map, shifts: [...shifts], inputs: stamped };
   try {
     const target = manifestFile(path);
     const tmp = `${target}.${process.pid}.tmp`;
@@ -189,7 +248,7 @@ interface Built {
   shifts: Map<string, Shift>;
 }
 
-async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<string>): Promise<Built> {
+async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<string>, format: 'esm' | 'cjs'): Promise<Built | null> {
   const esbuild = await import('esbuild');
   const dir = compiledFolder();
   const packages = new Set<string>();
@@ -209,11 +268,15 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
       outfile: join(dir, 'agent.mjs'),
       sourcemap: 'external',
       sourcesContent: false,
-      format: 'esm',
+      format,
       platform: 'node',
       target: `node${process.versions.node.split('.')[0]}`,
       // require() (import x = require('pkg'), CommonJS code bundled in) works in the ES module too.
-      banner: { js: "import { createRequire as __siloCreateRequire } from 'node:module'; const require = __siloCreateRequire(import.meta.url);" },
+      // A script is a function of what Node gives a CommonJS module (the worker calls it); its
+      // code is strict, as the ES module's is.
+      ...(format === 'esm'
+        ? { banner: { js: "import { createRequire as __siloCreateRequire } from 'node:module'; const require = __siloCreateRequire(import.meta.url);" } }
+        : { banner: { js: `${SCRIPT_HEAD}'use strict';` }, footer: { js: SCRIPT_TAIL } }),
       define: { 'import.meta.url': META.url, 'import.meta.filename': META.filename, 'import.meta.dirname': META.dirname },
       logLevel: 'silent',
       metafile: true,
@@ -289,18 +352,46 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
     const hint = missing ? `; install the package (npm install ${missing}) or fix the import` : '';
     throw new SiloError('SILO_AGENT_LOAD_FAILED', `cannot compile the agent ${path}: ${first?.text ?? (err as Error).message}${where}${hint}`);
   }
+  if (format === 'cjs' && scriptProblem(result) !== null) return null;
   const outputs = result.outputFiles ?? [];
-  const code = outputs.find((o) => !o.path.endsWith('.map'))?.text.replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n') ?? '';
+  let code = outputs.find((o) => !o.path.endsWith('.map'))?.text.replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n') ?? '';
+  // A package left unbundled is imported as Node's `import` would: its `module.exports` is the
+  // default export, __esModule or not (esbuild's node mode, which it applies only to .mjs importers).
+  if (format === 'cjs') code = code.replace(/__toESM\((require\("\/[^"\n]*"\))\)/g, '__toESM($1, 1)');
   const map = JSON.parse(outputs.find((o) => o.path.endsWith('.map'))?.text ?? '{"version":3,"sources":[],"names":[],"mappings":""}') as SourceMapPayload;
   // esbuild writes the sources as URLs relative to the output (é and # percent-encoded).
   map.sources = map.sources.map((source) => fileURLToPath(new URL(source, pathToFileURL(`${dir}${sep}`))));
   const name = createHash('sha256').update(key).update(code).digest('hex').slice(0, 24);
-  const file = join(dir, `${name}.mjs`);
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, code);
-  renameSync(tmp, file);
+  const file = join(dir, `${name}.${format === 'esm' ? 'mjs' : 'cjs'}`);
+  writeAtomically(file, code);
+  if (format === 'cjs') writeCodeCache(file, code);
   const inputs = Object.keys(result.metafile?.inputs ?? {}).map((input) => resolve(input));
-  return { compiled: { file, packages: [...packages], stacks: new StackMapper(file, map, shifts) }, found: unsafe, inputs, map, shifts };
+  return { compiled: { file, script: format === 'cjs', packages: [...packages], stacks: new StackMapper(file, map, shifts) }, found: unsafe, inputs, map, shifts };
+}
+
+function writeAtomically(file: string, data: string | Uint8Array): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, data);
+  renameSync(tmp, file);
+}
+
+/**
+ * V8's code cache of a script build, next to it (`<file>.cache`): made here by compiling the code,
+ * never by running it (no agent code runs on the host, and no worker writes what other workers
+ * load). It holds what V8 compiles ahead (the top level and the functions it expects to run at
+ * once). Best effort: a worker without it, or whose V8 refuses it, compiles as usual.
+ */
+function writeCodeCache(file: string, code: string): void {
+  try {
+    writeAtomically(codeCacheFile(file), new Script(code, { filename: file }).createCachedData());
+  } catch {
+    // not written: workers compile the script themselves
+  }
+}
+
+/** Where the code cache of a compiled script is. */
+export function codeCacheFile(file: string): string {
+  return `${file}.cache`;
 }
 
 /** The private folder compiled agents are written to (made if missing). */
@@ -338,7 +429,7 @@ export function pruneCompiledAgents(dir: string, now: number): void {
     return;
   }
   for (const name of names) {
-    if (!/\.mjs$|\.mjs\.\d+\.tmp$|\.prepared\.json$|\.prepared\.json\.\d+\.tmp$/.test(name)) continue;
+    if (!/\.(mjs|cjs|cjs\.cache|prepared\.json)(\.\d+\.tmp)?$/.test(name)) continue;
     try {
       const file = join(dir, name);
       if (now - lstatSync(file).mtimeMs > COMPILED_AGENT_MAX_AGE_MS) unlinkSync(file);
@@ -362,6 +453,8 @@ function packageFolder(file: string): string {
 export interface PreparedAgent {
   /** The module the worker imports: the agent itself, or its compiled form. */
   modulePath: string;
+  /** The compiled form is a script with a code cache (CompiledAgent.script), not an ES module. */
+  script?: boolean;
   /** Read permissions of its worker (see readableFor). */
   readable: string[];
   /** Its stack traces (and messages that quote them) as the user wrote the agent. */
@@ -372,8 +465,9 @@ export interface PreparedAgent {
 export async function prepareAgent(agentPath: string): Promise<PreparedAgent> {
   refuseEscapingLinks(dirname(agentPath));
   if (!isTypeScript(agentPath)) return { modulePath: agentPath, readable: readableFor(agentPath), mapStack: (text) => text };
-  const { file, packages, stacks } = await compileAgent(agentPath);
-  return { modulePath: file, readable: readableFor(agentPath, [file, ...packages.map((p) => `${p}${sep}*`)]), mapStack: (text) => stacks.map(text) };
+  const { file, script, packages, stacks } = await compileAgent(agentPath);
+  const own = script ? [file, codeCacheFile(file)] : [file];
+  return { modulePath: file, ...(script ? { script } : {}), readable: readableFor(agentPath, [...own, ...packages.map((p) => `${p}${sep}*`)]), mapStack: (text) => stacks.map(text) };
 }
 
 /**

@@ -12,6 +12,7 @@ import { captureOutput } from '../rollout/output.js';
 import { describeError, describeModuleError, toErrorInfo } from '../errors.js';
 import { esModuleExports } from '../typescript.js';
 import { withRolloutEnv } from './rollout-env.js';
+import { loadScript } from './script.js';
 import type { AgentArgs, ToolResult, UserChannel, UserReply } from '../types.js';
 import { closeProcessWide, processWideProblem } from './process-wide.js';
 
@@ -150,7 +151,7 @@ async function runAgent(
   try {
     const refused = processWideProblem() ?? guardProblem(task.guard);
     if (refused) throw Object.assign(new Error(refused), { code: 'agent_load_error' });
-    const mod = (await importAgent(task.agentPath, !task.exitAfter)) as { default?: unknown };
+    const mod = (task.agentScript === true ? loadScript(task.agentPath) : await importAgent(task.agentPath, !task.exitAfter)) as { default?: unknown };
     agent = mod.default;
     if (typeof agent !== 'function') {
       throw Object.assign(
@@ -310,6 +311,7 @@ async function importAgent(path: string, fresh: boolean): Promise<unknown> {
   if (fresh) url.searchParams.set('silo-instance', String(++instances));
   return esModuleExports((await import(url.href)) as Record<string, unknown>);
 }
+
 
 /**
  * Why this worker must not run the agent, or null: its permissions are not in force, or it can

@@ -6,10 +6,11 @@
  * the next process while none of its inputs changed.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { compileAgent } from '../../src/pool/compile.js';
+import { codeCacheFile, compileAgent } from '../../src/pool/compile.js';
+import { codeCacheTaken, loadScript } from '../../src/pool/script.js';
 import { runRollout } from '../../src/index.js';
 import type { Task } from '../../src/types.js';
 import { tempDir } from '../helpers.js';
@@ -20,6 +21,7 @@ afterAll(() => home.remove());
 /** An agent folder with these packages in its node_modules (name → files), and an agent importing `imports`. */
 function agentWith(name: string, packages: Record<string, Record<string, string>>, body: string): string {
   const dir = join(home.dir, name);
+  mkdirSync(dir, { recursive: true });
   for (const [pkg, files] of Object.entries(packages)) {
     mkdirSync(join(dir, 'node_modules', pkg), { recursive: true });
     for (const [file, text] of Object.entries(files)) {
@@ -82,6 +84,58 @@ describe('bundling the packages of a compiled agent', () => {
     expect(r.error).toBeUndefined();
     expect(r.output).toBe('dirname:true plain');
     expect(r.status).toBe('passed');
+  });
+});
+
+describe('a compiled agent as a script with its code cache', () => {
+  const task = (id: string, expected: string): Task => ({
+    id,
+    instruction: 'answer',
+    environment: { name: 'empty', createState: () => ({}), tools: [] },
+    verify: ({ output }) => [{ name: 'answered', pass: output === expected }],
+  });
+
+  it('is a script whose code cache V8 takes, and runs in a narrowed worker, in threads and in the sandbox', async () => {
+    const agent = agentWith('script', { plain: PACKAGES.plain }, 'import { answer } from "plain";\nexport default () => answer();\n');
+    const compiled = await compileAgent(agent);
+    expect(compiled.script).toBe(true);
+    expect(compiled.file).toMatch(/\.cjs$/);
+    expect(existsSync(codeCacheFile(compiled.file))).toBe(true);
+    const mod = loadScript(compiled.file) as { default: () => string };
+    expect(mod.default()).toBe('plain');
+    expect(codeCacheTaken(compiled.file)).toBe(true);
+    for (const isolation of ['thread', 'process'] as const) {
+      const r = await runRollout({ task: task('bundle/script', 'plain'), agent, outDir: join(home.dir, 'out'), isolation });
+      expect(r.error).toBeUndefined();
+      expect(r.status).toBe('passed');
+    }
+  });
+
+  it("imports a CommonJS package left unbundled as Node's import does (module.exports is the default, __esModule or not)", async () => {
+    const agent = agentWith(
+      'script-flag',
+      { 'es-module-flag': PACKAGES['es-module-flag'] },
+      'import flagged from "es-module-flag";\nexport default () => typeof flagged + ":" + (flagged as unknown as { answer(): string }).answer();\n',
+    );
+    const compiled = await compileAgent(agent);
+    expect(compiled.script).toBe(true);
+    expect(compiled.packages).toHaveLength(1);
+    const r = await runRollout({ task: task('bundle/script-flag', 'object:flag'), agent, outDir: join(home.dir, 'out'), isolation: 'thread' });
+    expect(r.error).toBeUndefined();
+    expect(r.output).toBe('object:flag');
+  });
+
+  it('stays an ES module where a script could not stand for it: top-level await, import.meta.resolve, an ES module package left unbundled', async () => {
+    const awaits = agentWith('esm-await', {}, 'const n = await Promise.resolve(1);\nexport default () => String(n);\n');
+    const resolves = agentWith('esm-resolve', {}, 'export default () => import.meta.resolve("./x.js");\n');
+    const esmLeft = agentWith('esm-left', { 'with-wasm': PACKAGES['with-wasm'] }, 'import { answer } from "with-wasm";\nexport default () => answer();\n');
+    for (const agent of [awaits, resolves, esmLeft]) {
+      const compiled = await compileAgent(agent);
+      expect(compiled.script, agent).toBe(false);
+      expect(compiled.file).toMatch(/\.mjs$/);
+    }
+    const r = await runRollout({ task: task('bundle/esm-left', 'wasm:true'), agent: esmLeft, outDir: join(home.dir, 'out'), isolation: 'thread' });
+    expect(r.output).toBe('wasm:true');
   });
 });
 

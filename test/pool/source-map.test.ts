@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileAgent } from '../../src/pool/compile.js';
+import { loadScript } from '../../src/pool/script.js';
 import { tempDir } from '../helpers.js';
 
 const home = tempDir('silo-source-map-');
@@ -17,7 +18,7 @@ afterAll(() => home.remove());
 
 /** The error a compiled agent's default export throws, with its stack. */
 async function thrownBy(file: string, query = ''): Promise<Error> {
-  const mod = (await import(pathToFileURL(file).href + query)) as { default: () => unknown };
+  const mod = (file.endsWith('.cjs') ? loadScript(file) : await import(pathToFileURL(file).href + query)) as { default: () => unknown };
   try {
     mod.default();
   } catch (err) {
@@ -35,6 +36,8 @@ describe('StackMapper', () => {
     join(folder, 'agent.ts'),
     ["import { deep } from './lib/deep.js';", '', 'export default function agent(): string {', '  return deep(2);', '}', ''].join('\n'),
   );
+  // The same with a top-level await: compiled as an ES module, not a script.
+  writeFileSync(join(folder, 'awaits.ts'), ["import { deep } from './lib/deep.js';", 'await Promise.resolve();', 'export default function agent(): string {', '  return deep(2);', '}', ''].join('\n'));
   writeFileSync(join(folder, 'lib', 'deep.ts'), ['export function deep(n: number): string {', "  if (n > 0) return deep(n - 1);", "  throw new Error('bottom');", '}', ''].join('\n'));
 
   it("maps every frame of the compiled module to the agent's files, lines and columns", async () => {
@@ -52,7 +55,8 @@ describe('StackMapper', () => {
   });
 
   it('maps frames of a fresh instance (a query on the URL) and frames given as a plain path', async () => {
-    const compiled = await compileAgent(join(folder, 'agent.ts'));
+    const compiled = await compileAgent(join(folder, 'awaits.ts'));
+    expect(compiled.script).toBe(false);
     const error = await thrownBy(compiled.file, '?silo-instance=7');
     expect(error.stack).toContain('?silo-instance=7');
     expect(compiled.stacks.map(error.stack!)).toContain(`${join(folder, 'lib', 'deep.ts')}:3:9`);
@@ -113,7 +117,7 @@ describe('StackMapper', () => {
       ].join('\n'),
     );
     const compiled = await compileAgent(join(dir, 'agent.ts'));
-    const { default: agent } = (await import(pathToFileURL(compiled.file).href)) as { default: () => string };
+    const { default: agent } = (compiled.script ? loadScript(compiled.file) : await import(pathToFileURL(compiled.file).href)) as { default: () => string };
     expect(JSON.parse(agent())).toEqual([pathToFileURL(join(dir, 'node_modules', 'local', 'where.js')).href, pathToFileURL(join(dir, 'agent.ts')).href, 1]);
   });
 });
