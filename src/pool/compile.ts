@@ -19,7 +19,7 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import type { SourceMapPayload } from 'node:module';
+import { isBuiltin, type SourceMapPayload } from 'node:module';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Script } from 'node:vm';
@@ -464,10 +464,48 @@ export interface PreparedAgent {
 /** Compiles a TypeScript agent and works out its worker's read permissions. */
 export async function prepareAgent(agentPath: string): Promise<PreparedAgent> {
   refuseEscapingLinks(dirname(agentPath));
-  if (!isTypeScript(agentPath)) return { modulePath: agentPath, readable: readableFor(agentPath), mapStack: (text) => text };
-  const { file, script, packages, stacks } = await compileAgent(agentPath);
+  const asIs = (): PreparedAgent => ({ modulePath: agentPath, readable: readableFor(agentPath), mapStack: (text) => text });
+  let compiled: CompiledAgent;
+  if (isTypeScript(agentPath)) compiled = await compileAgent(agentPath);
+  else if (!importsPackages(agentPath)) return asIs();
+  else {
+    // A JavaScript agent that imports packages is compiled for the same reason (one file, a code
+    // cache); one the compiler cannot take runs as written (its worker's permissions are the same).
+    try {
+      compiled = await compileAgent(agentPath);
+    } catch {
+      return asIs();
+    }
+  }
+  const { file, script, packages, stacks } = compiled;
   const own = script ? [file, codeCacheFile(file)] : [file];
   return { modulePath: file, ...(script ? { script } : {}), readable: readableFor(agentPath, [...own, ...packages.map((p) => `${p}${sep}*`)]), mapStack: (text) => stacks.map(text) };
+}
+
+/** Import specifiers in JavaScript source (static, dynamic, require), quoted plainly. */
+const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|\bimport\s+)(['"])([^'"\s]{1,214})\1/g;
+
+/** Bytes of a JavaScript agent read to find its imports; a larger one runs as written. */
+const IMPORT_SCAN_BYTES = 1 << 20;
+
+/**
+ * Whether a JavaScript agent is an ES module that imports a package (a name, not a path, and not
+ * one of Node's own), so that compiling it saves its workers resolving and compiling the package's
+ * files. A CommonJS agent runs as written (its `__dirname` is its own folder's).
+ */
+function importsPackages(agentPath: string): boolean {
+  if (!/\.m?js$/.test(agentPath) || isCommonJs(agentPath)) return false;
+  let source: string;
+  try {
+    if (statSync(agentPath).size > IMPORT_SCAN_BYTES) return false;
+    source = readFileSync(agentPath, 'utf8');
+  } catch {
+    return false;
+  }
+  for (const [, , name] of source.matchAll(SPECIFIER)) {
+    if (!name!.startsWith('.') && !name!.startsWith('/') && !name!.startsWith('file:') && !isBuiltin(name!)) return true;
+  }
+  return false;
 }
 
 /**

@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { codeCacheFile, compileAgent } from '../../src/pool/compile.js';
+import { codeCacheFile, compileAgent, prepareAgent } from '../../src/pool/compile.js';
 import { codeCacheTaken, loadScript } from '../../src/pool/script.js';
 import { runRollout } from '../../src/index.js';
 import type { Task } from '../../src/types.js';
@@ -136,6 +136,40 @@ describe('a compiled agent as a script with its code cache', () => {
     }
     const r = await runRollout({ task: task('bundle/esm-left', 'wasm:true'), agent: esmLeft, outDir: join(home.dir, 'out'), isolation: 'thread' });
     expect(r.output).toBe('wasm:true');
+  });
+});
+
+describe('a JavaScript agent', () => {
+  /** A JavaScript agent file `file` in a folder with the plain package, and its source. */
+  const jsAgent = (name: string, file: string, body: string): string => {
+    const agent = agentWith(name, { plain: PACKAGES.plain }, '');
+    const path = join(agent, '..', file);
+    writeFileSync(path, body);
+    return path;
+  };
+
+  it('that imports a package is compiled (one script with a code cache) and runs as written', async () => {
+    const agent = jsAgent('js-imports', 'agent.mjs', 'import { answer } from "plain";\nimport { join } from "node:path";\nexport default () => answer() + ":" + import.meta.url.endsWith("/agent.mjs") + ":" + typeof join;\n');
+    const prepared = await prepareAgent(agent);
+    expect(prepared.modulePath).toMatch(/\.cjs$/);
+    expect(prepared.script).toBe(true);
+    const r = await runRollout({
+      task: { id: 'bundle/js', instruction: 'answer', environment: { name: 'empty', createState: () => ({}), tools: [] }, verify: ({ output }) => [{ name: 'answered', pass: output === 'plain:true:function' }] },
+      agent,
+      outDir: join(home.dir, 'out'),
+      isolation: 'thread',
+    });
+    expect(r.error).toBeUndefined();
+    expect(r.status).toBe('passed');
+  });
+
+  it("that imports no package, that is CommonJS, or that the compiler refuses runs as it is (its worker's permissions decide)", async () => {
+    const own = jsAgent('js-own', 'agent.mjs', 'import { join } from "node:path";\nexport default () => join("a", "b");\n');
+    const common = jsAgent('js-cjs', 'agent.cjs', 'const { answer } = require("plain");\nmodule.exports = () => answer() + __dirname;\n');
+    // A file outside its folder: the compiler refuses to carry it; the worker's permissions deny it.
+    const outside = jsAgent('js-outside', 'agent.mjs', `import { answer } from "plain";\nimport data from ${JSON.stringify(join(home.dir, 'secret.json'))} with { type: "json" };\nexport default () => answer() + data;\n`);
+    writeFileSync(join(home.dir, 'secret.json'), '"secret"');
+    for (const agent of [own, common, outside]) expect((await prepareAgent(agent)).modulePath).toBe(agent);
   });
 });
 
