@@ -111,6 +111,8 @@ export interface AgentRunner {
    * Node's permission model does not guard): the host then checks the files it writes meanwhile.
    */
   readonly inProcess?: boolean;
+  /** True when its workers run many rollouts each (no thread starts per rollout: see start-gate.ts). */
+  readonly reusesWorkers?: boolean;
   /** A new link for one rollout: its `host` end goes to the HostChannel, the link to run(). */
   link(): Link;
   /**
@@ -145,6 +147,9 @@ export interface WarmWorkers {
 /** Runs agents in isolated, single-use worker threads of this process. */
 export class AgentPool implements AgentRunner {
   readonly inProcess = true;
+  get reusesWorkers(): boolean {
+    return this.#options.reuse;
+  }
   /**
    * Keyed by heap limit, by the environment the workers get and by what they may read (a worker's
    * `process.env` and permissions are fixed when it starts).

@@ -127,6 +127,11 @@ export class SandboxPool implements AgentRunner {
     this.#choice = choice as SandboxChoice;
   }
 
+  /** True when its workers run many rollouts each (`reuse`). */
+  get reusesWorkers(): boolean {
+    return this.#options.reuse === true;
+  }
+
   /** A relay: the worker's messages reach the rollout's HostChannel straight from the socket. */
   link(): RelayLink {
     return new RelayLink();
