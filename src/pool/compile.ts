@@ -161,17 +161,20 @@ function isCommonJs(file: string): boolean {
   }
 }
 
+/** A source map that maps nothing. */
+const EMPTY_MAP: SourceMapPayload = { version: 3, sources: [], sourcesContent: [], names: [], mappings: '', file: '', sourceRoot: '' };
+
 /** The wrapper of a script build: what a CommonJS module is given, as Node gives it. */
 const SCRIPT_HEAD = '(function (exports, require, module, __filename, __dirname) {';
 const SCRIPT_TAIL = '\n})';
 
 /** What a compiled agent's manifest records (see compileAgent). */
 interface Manifest {
-  version: 2;
+  version: 3;
   key: string;
   file: string;
   packages: string[];
-  map: SourceMapPayload;
+  /** The compiled module's source map is in `<file>.map` (read when a stack needs it). */
   shifts: [string, Shift][];
   /** Every input: path, size, modification time. */
   inputs: [string, number, number][];
@@ -201,7 +204,7 @@ function stored(path: string, key: string): CompiledAgent | undefined {
   } catch {
     return undefined;
   }
-  if (manifest.version !== 2 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
+  if (manifest.version !== 3 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
   for (const [file, size, mtime] of manifest.inputs) {
     const now = stamp(file);
     if (now === null || now[0] !== size || now[1] !== mtime) return undefined;
@@ -210,11 +213,19 @@ function stored(path: string, key: string): CompiledAgent | undefined {
   try {
     const now = new Date();
     utimesSync(manifest.file, now, now);
+    utimesSync(`${manifest.file}.map`, now, now);
     if (manifest.file.endsWith('.cjs')) utimesSync(codeCacheFile(manifest.file), now, now);
   } catch {
     // best effort
   }
-  return { file: manifest.file, script: manifest.file.endsWith('.cjs'), packages: manifest.packages, stacks: new StackMapper(manifest.file, manifest.map, new Map(manifest.shifts)) };
+  const map = (): SourceMapPayload => {
+    try {
+      return JSON.parse(readFileSync(`${manifest.file}.map`, 'utf8')) as SourceMapPayload;
+    } catch {
+      return EMPTY_MAP;
+    }
+  };
+  return { file: manifest.file, script: manifest.file.endsWith('.cjs'), packages: manifest.packages, stacks: new StackMapper(manifest.file, map, new Map(manifest.shifts)) };
 }
 
 /** Records a compiled agent's manifest (best effort: without it, the next process compiles again). */
@@ -227,8 +238,9 @@ function store(path: string, key: string, { compiled, inputs, map, shifts }: Bui
     const st = stamp(file);
     return st ? [[file, st[0], st[1]]] : [];
   });
-  const manifest: Manifest = { version: 2, key, file: compiled.file, packages: compiled.packages, map, shifts: [...shifts], inputs: stamped };
+  const manifest: Manifest = { version: 3, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamped };
   try {
+    writeAtomically(`${compiled.file}.map`, JSON.stringify(map));
     const target = manifestFile(path);
     const tmp = `${target}.${process.pid}.tmp`;
     writeFileSync(tmp, JSON.stringify(manifest));
@@ -358,7 +370,7 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
   // A package left unbundled is imported as Node's `import` would: its `module.exports` is the
   // default export, __esModule or not (esbuild's node mode, which it applies only to .mjs importers).
   if (format === 'cjs') code = code.replace(/__toESM\((require\("\/[^"\n]*"\))\)/g, '__toESM($1, 1)');
-  const map = JSON.parse(outputs.find((o) => o.path.endsWith('.map'))?.text ?? '{"version":3,"sources":[],"names":[],"mappings":""}') as SourceMapPayload;
+  const map = JSON.parse(outputs.find((o) => o.path.endsWith('.map'))?.text ?? JSON.stringify(EMPTY_MAP)) as SourceMapPayload;
   // esbuild writes the sources as URLs relative to the output (é and # percent-encoded).
   map.sources = map.sources.map((source) => fileURLToPath(new URL(source, pathToFileURL(`${dir}${sep}`))));
   const name = createHash('sha256').update(key).update(code).digest('hex').slice(0, 24);
@@ -405,13 +417,37 @@ function compiledFolder(): string {
   }
   if (!pruned) {
     pruned = true;
-    pruneCompiledAgents(dir, Date.now());
+    pruneDaily(dir, Date.now());
   }
   return dir;
 }
 
-/** Whether this process has cleared out old compiled agents yet (once is enough). */
+/** Whether this process has looked at clearing out old compiled agents yet (once is enough). */
 let pruned = false;
+
+/** How often the compile folder is cleared out (a stamp file in it says when it last was). */
+const PRUNE_EVERY_MS = 24 * 3600 * 1000;
+
+/**
+ * Clears out the folder once a day, not on every command: looking at each of its files (thousands
+ * after a while) took longer than the rest of preparing a compiled agent for its rollout.
+ */
+function pruneDaily(dir: string, now: number): void {
+  const stamp = join(dir, '.pruned');
+  try {
+    if (now - statSync(stamp).mtimeMs < PRUNE_EVERY_MS) return;
+  } catch {
+    // never pruned (or the stamp is gone): now
+  }
+  pruneCompiledAgents(dir, now);
+  try {
+    writeFileSync(stamp, '');
+    const at = new Date(now);
+    utimesSync(stamp, at, at);
+  } catch {
+    // pruned again next time
+  }
+}
 
 /** Compiled agents not written for this long are removed (every edit of an agent leaves one). */
 export const COMPILED_AGENT_MAX_AGE_MS = 30 * 24 * 3600 * 1000;
@@ -429,7 +465,7 @@ export function pruneCompiledAgents(dir: string, now: number): void {
     return;
   }
   for (const name of names) {
-    if (!/\.(mjs|cjs|cjs\.cache|prepared\.json)(\.\d+\.tmp)?$/.test(name)) continue;
+    if (!/\.(mjs|cjs|cjs\.cache|mjs\.map|cjs\.map|prepared\.json)(\.\d+\.tmp)?$/.test(name)) continue;
     try {
       const file = join(dir, name);
       if (now - lstatSync(file).mtimeMs > COMPILED_AGENT_MAX_AGE_MS) unlinkSync(file);

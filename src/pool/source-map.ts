@@ -15,7 +15,7 @@ export interface Shift {
 }
 
 export class StackMapper {
-  readonly #payload: SourceMapPayload;
+  readonly #payload: SourceMapPayload | (() => SourceMapPayload);
   readonly #shifts: ReadonlyMap<string, Shift>;
   /**
    * `file` as a path or a file URL (with the query a fresh instance adds), then :line:column. Every
@@ -26,10 +26,11 @@ export class StackMapper {
   #map: SourceMap | undefined;
 
   /**
-   * `file`: the compiled module. `payload`: its source map, with absolute paths as sources.
+   * `file`: the compiled module. `payload`: its source map, with absolute paths as sources (or
+   * what reads it, on the first stack that needs it).
    * `shifts`: source files whose first line the compiler lengthened, and by how much.
    */
-  constructor(file: string, payload: SourceMapPayload, shifts: ReadonlyMap<string, Shift>) {
+  constructor(file: string, payload: SourceMapPayload | (() => SourceMapPayload), shifts: ReadonlyMap<string, Shift>) {
     this.#payload = payload;
     this.#shifts = shifts;
     const path = escape(file);
@@ -54,7 +55,7 @@ export class StackMapper {
 
   /** Parsed on the first stack that needs it (a big agent's map takes a few milliseconds). */
   #sourceMap(): SourceMap {
-    this.#map ??= new SourceMap(this.#payload);
+    this.#map ??= new SourceMap(typeof this.#payload === 'function' ? this.#payload() : this.#payload);
     return this.#map;
   }
 }
