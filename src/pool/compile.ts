@@ -101,6 +101,9 @@ function refusal(agentPath: string, readable: readonly string[], file: string): 
  */
 const UNBUNDLABLE = /\b__esModule\b|\b__dirname\b|\b__filename\b|\brequire\.resolve\b|\brequire\(\s*[^'"`\s)]|\bimport\(\s*[^'"`\s)]|\.node['"`]|\.wasm\b|\bnode-gyp-build\b|\brequire\(\s*['"]bindings['"]\s*\)/;
 
+/** A dynamic import of a name computed at run time (not a quoted one). */
+const COMPUTED_IMPORT = /\bimport\(\s*[^'"`\s)]/;
+
 /** Files a package holds that no bundle can carry (a native addon, WebAssembly). */
 const BINARY = /\.(node|wasm)$/;
 
@@ -131,17 +134,18 @@ async function buildEither(path: string, key: string, unbundlable: ReadonlySet<s
 /**
  * Why a script build of an agent cannot stand for its ES module, or null when it can: the script
  * has no top-level await (esbuild refuses it), no `import.meta` beyond `.url`, `.filename` and
- * `.dirname` (which the compiler defines), no dynamic import of a package left unbundled (a
- * script has no module loader of its own), and every package left unbundled is CommonJS (so
+ * `.dirname` (which the compiler defines), no dynamic import left in it (of Node's own modules,
+ * of a name the agent's code computes: a script has no module loader of its own), and every
+ * package left unbundled is CommonJS (so
  * `require()` loads it as Node's `import` would, never through require(esm)).
  */
 function scriptProblem(result: import('esbuild').BuildResult): string | null {
   if (result.warnings.some((w) => w.text.includes('import.meta'))) return 'import.meta';
   for (const output of Object.values(result.metafile?.outputs ?? {})) {
     for (const imp of output.imports) {
-      if (!imp.external || imp.path.startsWith('node:') || !imp.path.startsWith('/')) continue;
+      if (!imp.external) continue;
       if (imp.kind === 'dynamic-import') return `import() of ${imp.path}`;
-      if (!isCommonJs(imp.path)) return `${imp.path} is an ES module`;
+      if (imp.path.startsWith('/') && !isCommonJs(imp.path)) return `${imp.path} is an ES module`;
     }
   }
   return null;
@@ -170,7 +174,7 @@ const SCRIPT_TAIL = '\n})';
 
 /** What a compiled agent's manifest records (see compileAgent). */
 interface Manifest {
-  version: 3;
+  version: 4;
   key: string;
   file: string;
   packages: string[];
@@ -204,7 +208,7 @@ function stored(path: string, key: string): CompiledAgent | undefined {
   } catch {
     return undefined;
   }
-  if (manifest.version !== 3 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
+  if (manifest.version !== 4 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
   for (const [file, size, mtime] of manifest.inputs) {
     const now = stamp(file);
     if (now === null || now[0] !== size || now[1] !== mtime) return undefined;
@@ -238,7 +242,7 @@ function store(path: string, key: string, { compiled, inputs, map, shifts }: Bui
     const st = stamp(file);
     return st ? [[file, st[0], st[1]]] : [];
   });
-  const manifest: Manifest = { version: 3, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamped };
+  const manifest: Manifest = { version: 4, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamped };
   try {
     writeAtomically(`${compiled.file}.map`, JSON.stringify(map));
     const target = manifestFile(path);
@@ -267,6 +271,8 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
   const unsafe = new Set<string>();
   const shifts = new Map<string, Shift>();
   const META = metaNames(key);
+  /** One of the agent's own files imports a name it computes (see scriptProblem). */
+  let computesImports = false;
   const readable = readableFor(path);
   /** The package a file of node_modules belongs to, or null for the agent's own files. */
   const packageOf = (file: string): string | null => (file.includes(`${sep}node_modules${sep}`) ? packageFolder(file) : null);
@@ -323,6 +329,7 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
               const source = readFileSync(args.path, 'utf8');
               const owner = packageOf(args.path);
               if (owner !== null && UNBUNDLABLE.test(source)) unsafe.add(owner);
+              if (owner === null && COMPUTED_IMPORT.test(source)) computesImports = true;
               const meta = `const ${META.url} = ${JSON.stringify(pathToFileURL(args.path).href)}, ${META.filename} = ${JSON.stringify(args.path)}, ${META.dirname} = ${JSON.stringify(dirname(args.path))};`;
               const shebang = source.startsWith('#!') ? source.slice(0, source.indexOf('\n') + 1) : '';
               shifts.set(args.path, { line: shebang === '' ? 0 : 1, chars: meta.length });
@@ -364,9 +371,11 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
     const hint = missing ? `; install the package (npm install ${missing}) or fix the import` : '';
     throw new SiloError('SILO_AGENT_LOAD_FAILED', `cannot compile the agent ${path}: ${first?.text ?? (err as Error).message}${where}${hint}`);
   }
-  if (format === 'cjs' && scriptProblem(result) !== null) return null;
+  // A dynamic import of a name the agent's own code computes has no loader in a script either.
+  if (format === 'cjs' && (computesImports || scriptProblem(result) !== null)) return null;
   const outputs = result.outputFiles ?? [];
   let code = outputs.find((o) => !o.path.endsWith('.map'))?.text.replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n') ?? '';
+
   // A package left unbundled is imported as Node's `import` would: its `module.exports` is the
   // default export, __esModule or not (esbuild's node mode, which it applies only to .mjs importers).
   if (format === 'cjs') code = code.replace(/__toESM\((require\("\/[^"\n]*"\))\)/g, '__toESM($1, 1)');

@@ -125,11 +125,16 @@ describe('a compiled agent as a script with its code cache', () => {
     expect(r.output).toBe('object:flag');
   });
 
-  it('stays an ES module where a script could not stand for it: top-level await, import.meta.resolve, an ES module package left unbundled', async () => {
+  it('stays an ES module where a script could not stand for it: top-level await, import.meta.resolve, an ES module package left unbundled, a dynamic import', async () => {
     const awaits = agentWith('esm-await', {}, 'const n = await Promise.resolve(1);\nexport default () => String(n);\n');
     const resolves = agentWith('esm-resolve', {}, 'export default () => import.meta.resolve("./x.js");\n');
     const esmLeft = agentWith('esm-left', { 'with-wasm': PACKAGES['with-wasm'] }, 'import { answer } from "with-wasm";\nexport default () => answer();\n');
-    for (const agent of [awaits, resolves, esmLeft]) {
+    const builtin = agentWith('esm-builtin', {}, 'export default async () => typeof (await import("node:os")).cpus;\n');
+    const computed = agentWith('esm-computed', {}, 'export default async (name: string) => import(name);\n');
+    // Only looks like one (text in a string): the script form stays.
+    const quoted = agentWith('script-quoted', {}, 'export default () => "use import(\'node:buffer\') instead";\n');
+    expect((await compileAgent(quoted)).script).toBe(true);
+    for (const agent of [awaits, resolves, esmLeft, builtin, computed]) {
       const compiled = await compileAgent(agent);
       expect(compiled.script, agent).toBe(false);
       expect(compiled.file).toMatch(/\.mjs$/);
