@@ -88,8 +88,9 @@ export class FrameWriter {
 
   /** A message for rollout `id`'s worker: as JSON text when that carries it exactly, else V8's serialization. */
   toWorker(id: number, message: unknown): void {
-    if (jsonExact(message, JSON_EXACT_NODES) >= 0) {
-      const text = JSON.stringify(message);
+    const text = jsonExact(message, JSON_EXACT_NODES) >= 0 ? JSON.stringify(message) : undefined;
+    // (escapes can make JSON text of a string up to 6× longer than V8's form of it: long text goes that way)
+    if (text !== undefined && text.length <= JSON_FRAME_MAX_CHARS) {
       const plain = Buffer.allocUnsafe(5 + Buffer.byteLength(text, 'utf8'));
       plain[0] = Kind.ToWorkerJson;
       plain.writeUInt32BE(id, 1);
@@ -122,6 +123,8 @@ export class FrameWriter {
 /** How many values jsonExact looks at, and how deep, before it gives up (V8's serialization then carries the message). */
 const JSON_EXACT_NODES = 10_000;
 const JSON_EXACT_DEPTH = 100;
+/** The longest JSON text sent as such, characters. */
+const JSON_FRAME_MAX_CHARS = 16 * 2 ** 20;
 
 /**
  * Whether JSON carries `value` exactly as structured clone would (plain objects and arrays,
