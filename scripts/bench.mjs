@@ -1,10 +1,13 @@
 // `npm run bench` (`npm run bench -- --json` for machines): Silo against baselines measured in
 // the same run, so the ratios mean the same on any machine.
-//   toolCall      a bare worker→host MessagePort JSON round trip vs Silo's callTool in threads;
-//                 and through the sandbox process (the default isolation) vs the same hops without
-//                 Silo (a worker in a child process, relayed by its main thread over a socket)
+//   toolCall      pinned to one CPU (`taskset -c 0`, in a child process of its own, where taskset
+//                 exists): a bare worker→host MessagePort JSON round trip vs Silo's callTool in
+//                 threads; and through the sandbox process (the default isolation) vs the same hops
+//                 without Silo (a worker in a child process, relayed by its main thread over a
+//                 socket) (scripts/lib/bench-toolcall.mjs, which also runs alone)
 //   userMessage   a message to a scripted user who answers at once (user.send over the rollout's
-//                 port, the user's turn and the two user_message events) vs a tool call
+//                 port, the user's turn and the two user_message events) vs a tool call, both
+//                 unpinned and timed alike
 //   rollout       a bare Worker start+exit vs a whole Silo rollout of a trivial agent (and reuse mode)
 //   sandbox       each level of the sandbox process (bubblewrap's jail, namespaces only, a plain
 //                 process) against a bare Node process start: a new sandbox's first rollout, rollouts
@@ -29,12 +32,13 @@
 // systems (and, on some, with how many files were deleted in the last minutes): the bench measures
 // it first and prints it, so the reuse-mode and concurrency numbers can be read against it.
 // Benchmarks print numbers; tests never assert timings.
-import { spawn } from 'node:child_process';
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { execFile, spawnSync } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
 import { AgentPool, agentsPerReusedWorker } from '../dist/src/pool/pool.js';
 import { bareThreads, bareWorkers } from './lib/bare-concurrency.mjs';
@@ -43,6 +47,7 @@ import { Gateway } from '../dist/src/gateway/gateway.js';
 import { SandboxPool } from '../dist/src/sandbox/pool.js';
 import { benchSandboxLevels, describeSandboxLevels } from './lib/bench-sandbox.mjs';
 import { benchCold, describeCold } from './lib/bench-cold.mjs';
+import { allowedCpus, bareThread, benchToolCall, describeToolCall } from './lib/bench-toolcall.mjs';
 import { PreparedAgents } from '../dist/src/pool/compile.js';
 import { buildWorld, createContext, hashWorld } from '../dist/src/rollout/state.js';
 import { bindTools } from '../dist/src/rollout/tools.js';
@@ -55,91 +60,21 @@ const log = (text) => {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round = (x, digits = 3) => Number(x.toFixed(digits));
 
-/** N sequential JSON round trips over a MessagePort to a worker; µs each. */
-async function bareRoundTrip(n) {
-  const worker = new Worker(
-    `const { parentPort } = require('node:worker_threads');
-     parentPort.once('message', ({ port }) => {
-       port.on('message', (text) => { const m = JSON.parse(text); port.postMessage({ id: m.id, value: m.n }); });
-     });`,
-    { eval: true },
-  );
-  const { port1, port2 } = new MessageChannel();
-  worker.postMessage({ port: port2 }, [port2]);
-  const roundTrip = (i) =>
-    new Promise((resolve) => {
-      port1.once('message', resolve);
-      port1.postMessage(JSON.stringify({ id: i, name: 'noop', input: { n: i } }));
-    });
-  for (let i = 0; i < 300; i++) await roundTrip(i);
-  const t = performance.now();
-  for (let i = 0; i < n; i++) await roundTrip(i);
-  const us = ((performance.now() - t) / n) * 1000;
-  port1.close();
-  await worker.terminate();
-  return us;
-}
-
 /**
- * The same hops as a tool call through the sandbox, without Silo: a worker thread in a child
- * process posts JSON text to the child's main thread, which writes it to the host on a socket
- * (4-byte length frames); the host answers, and the answer goes back the same way. µs each.
+ * The toolCall numbers (bench-toolcall.mjs), pinned to one CPU: in a child process started with
+ * `taskset -c 0` (its sandbox and workers inherit the pinning), or here, unpinned, without taskset.
  */
-async function bareProcessRoundTrip(n) {
-  const child = `
-    const { Socket } = require('node:net');
-    const { Worker, MessageChannel } = require('node:worker_threads');
-    const socket = new Socket({ fd: 3, readable: true, writable: true });
-    const { port1, port2 } = new MessageChannel();
-    const worker = new Worker(\`
-      const { parentPort } = require('node:worker_threads');
-      parentPort.once('message', ({ port }) => {
-        let i = 0;
-        port.on('message', () => port.postMessage(JSON.stringify({ id: i++, name: 'noop', input: { n: i } })));
-      });\`, { eval: true });
-    worker.postMessage({ port: port2 }, [port2]);
-    const frame = (text) => { const b = Buffer.allocUnsafe(4 + Buffer.byteLength(text)); b.writeUInt32BE(b.length - 4, 0); b.write(text, 4); return b; };
-    port1.on('message', (text) => socket.write(frame(text)));
-    let buffered = Buffer.alloc(0);
-    socket.on('data', (chunk) => {
-      buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
-      while (buffered.length >= 4 && buffered.length >= 4 + buffered.readUInt32BE(0)) {
-        const size = buffered.readUInt32BE(0);
-        port1.postMessage(JSON.parse(buffered.toString('utf8', 4, 4 + size)));
-        buffered = buffered.subarray(4 + size);
-      }
-    });
-    socket.on('close', () => process.exit(0));`;
-  const proc = spawn(process.execPath, ['-e', child], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
-  const socket = proc.stdio[3];
-  const frame = (text) => {
-    const b = Buffer.allocUnsafe(4 + Buffer.byteLength(text));
-    b.writeUInt32BE(b.length - 4, 0);
-    b.write(text, 4);
-    return b;
-  };
-  const warmup = 300;
-  const us = await new Promise((resolve) => {
-    let buffered = Buffer.alloc(0);
-    let count = 0;
-    let t = 0;
-    socket.on('data', (chunk) => {
-      buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
-      while (buffered.length >= 4 && buffered.length >= 4 + buffered.readUInt32BE(0)) {
-        const size = buffered.readUInt32BE(0);
-        const call = JSON.parse(buffered.toString('utf8', 4, 4 + size));
-        buffered = buffered.subarray(4 + size);
-        count++;
-        if (count === warmup) t = performance.now();
-        if (count === warmup + n) return resolve(((performance.now() - t) / n) * 1000);
-        socket.write(frame(JSON.stringify({ id: call.id, value: call.input.n })));
-      }
-    });
-    socket.write(frame('"go"'));
-  });
-  socket.destroy();
-  await new Promise((resolve) => proc.once('exit', resolve));
-  return us;
+async function pinnedToolCall() {
+  const script = fileURLToPath(new URL('./lib/bench-toolcall.mjs', import.meta.url));
+  if (spawnSync('taskset', ['-c', '0', 'true']).status !== 0) {
+    const cpus = allowedCpus();
+    return { cpus, pinned: false, ...(await benchToolCall()) };
+  }
+  return await new Promise((resolve, reject) =>
+    execFile('taskset', ['-c', '0', process.execPath, script, '--json'], { maxBuffer: 2 ** 24 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`the pinned toolCall bench failed: ${stderr || err.message}`)) : resolve(JSON.parse(stdout)),
+    ),
+  );
 }
 
 /** Start a worker thread that posts once and exits; ms. */
@@ -204,11 +139,14 @@ const cold = await benchCold();
 const byId = async (file) => new Map((await loadTasks([file])).map((t) => [t.task.id, t.task]));
 const bench = await byId('fixtures/bench/tasks.mjs');
 
-// toolCall
-log('toolCall …');
+// toolCall, pinned to one CPU (in a child process of its own, so the rest of the bench is not).
+log('toolCall (pinned to one CPU) …');
+const toolCall = await pinnedToolCall();
+// The user channel: a message to a scripted user who answers at once, against a tool call and the
+// bare round trip timed the same way here (unpinned).
+log('userMessage …');
 const CALLS = 1000;
-const bareRttUs = median([await bareRoundTrip(CALLS), await bareRoundTrip(CALLS), await bareRoundTrip(CALLS)]);
-const bareProcessRttUs = median([await bareProcessRoundTrip(CALLS), await bareProcessRoundTrip(CALLS), await bareProcessRoundTrip(CALLS)]);
+const bareRttUs = median([await bareThread(), await bareThread(), await bareThread()]);
 const pool = new AgentPool({ maxThreads: 4 });
 // The same through the sandbox process (the default isolation): every message crosses IPC too.
 const sandbox = new SandboxPool({ maxThreads: 4 });
@@ -227,8 +165,6 @@ const perCall = async (runner) => {
 const callSamples = await perCall(pool);
 const sandboxCallUs = median(await perCall(sandbox));
 const siloUs = median(callSamples);
-// The user channel: a message to a scripted user who answers at once, against a tool call.
-log('userMessage …');
 const perMessage = async (runner) => {
   const samples = [];
   for (let i = 0; i < 5; i++) {
@@ -440,17 +376,24 @@ const result = {
   coldRun: cold.coldRun,
   heavyAgent: cold.heavy,
   toolCall: {
-    bareRttUs: round(bareRttUs, 1),
-    siloUs: round(siloUs, 1),
-    ratio: round(siloUs / bareRttUs, 2),
+    // The CPUs the measurement ran on ("0": pinned with taskset -c 0, host, sandbox and workers).
+    cpus: toolCall.cpus,
+    pinned: toolCall.pinned,
+    bareRttUs: toolCall.thread.bareUs,
+    siloUs: toolCall.thread.siloUs,
+    ratio: toolCall.thread.ratio,
     // Through the sandbox (the default isolation), against the same hops without Silo.
-    sandboxUs: round(sandboxCallUs, 1),
-    bareProcessRttUs: round(bareProcessRttUs, 1),
-    sandboxRatio: round(sandboxCallUs / bareProcessRttUs, 2),
+    sandboxLevel: toolCall.sandbox.level,
+    sandboxUs: toolCall.sandbox.siloUs,
+    bareProcessRttUs: toolCall.sandbox.bareUs,
+    sandboxRatio: toolCall.sandbox.ratio,
   },
   userMessage: {
-    // One user.send and its reply (a scripted user answering at once), in threads and through the sandbox.
+    // One user.send and its reply (a scripted user answering at once), in threads and through the
+    // sandbox; against a tool call and the bare round trip timed the same way (unpinned).
     siloUs: round(messageUs, 1),
+    toolCallUs: round(siloUs, 1),
+    sandboxToolCallUs: round(sandboxCallUs, 1),
     ratioToBareRtt: round(messageUs / bareRttUs, 2),
     ratioToToolCall: round(messageUs / siloUs, 2),
     sandboxUs: round(sandboxMessageUs, 1),
@@ -507,8 +450,7 @@ if (json) {
   console.log(`Silo bench · node ${r.node} · ${new Date().toISOString()}`);
   console.log(`artifacts in ${r.fileSystem.dir}: a folder with one file (mkdir, write, rename) costs ${r.fileSystem.folderWithFileUs} µs here now\n`);
   console.log(describeCold(r));
-  console.log(`tool call     bare round trip ${r.toolCall.bareRttUs} µs · Silo callTool ${r.toolCall.siloUs} µs · ratio ${r.toolCall.ratio} (target ≤ 1.5)`);
-  console.log(`              through the sandbox process ${r.toolCall.sandboxUs} µs · the same hops without Silo ${r.toolCall.bareProcessRttUs} µs · ratio ${r.toolCall.sandboxRatio}`);
+  console.log(describeToolCall({ ...toolCall, cpus: r.toolCall.cpus, pinned: r.toolCall.pinned }));
   console.log(`user message  Silo user.send + a scripted reply ${r.userMessage.siloUs} µs · ratio to the bare round trip ${r.userMessage.ratioToBareRtt} · to a tool call ${r.userMessage.ratioToToolCall} · through the sandbox ${r.userMessage.sandboxUs} µs (${r.userMessage.sandboxRatioToToolCall}× its tool call)`);
   console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms · granted a provider (a gateway token each) ${r.rollout.withProviderMs} ms`);
   console.log(describeSandboxLevels(r.sandboxLevels));

@@ -271,7 +271,8 @@ export class HostChannel {
         msg.inputBytes = size;
       }
       // Too deep an input would overflow the stack of whatever walks it next (trace, diff, tool).
-      else if (nestingDepth(data, depth + 1) > depth + 1) {
+      // (JSON text nests at most half its length deep: a short message is not scanned.)
+      else if (data.length > 2 * (depth + 1) && nestingDepth(data, depth + 1) > depth + 1) {
         refuseInput(msg, { kind: 'too_deep', message: `input nests deeper than ${depth} levels` });
       }
     }

@@ -90,10 +90,10 @@ async function runOnce(task: WorkerTask): Promise<void> {
 
   const callTool = (name: unknown, input?: unknown): Promise<ToolResult> => {
     const id = nextId++;
-    const message = encodeCall(id, String(name), input, task.limits.maxMessageBytes);
+    const text = encodeCall(id, String(name), input, task.limits.maxMessageBytes);
     return new Promise<ToolResult>((resolve) => {
       pending.set(id, resolve);
-      send(message);
+      if (!finished) port.postMessage(text);
     });
   };
 
@@ -209,23 +209,27 @@ function finish(task: WorkerTask): Promise<void> | void {
 }
 
 
-/** Encodes a call as JSON text now, so later changes to the input (or shared memory) cannot reach the host. */
-function encodeCall(id: number, name: string, input: unknown, maxBytes: number): WorkerMessage {
-  const base = { brand: BRAND, type: 'call' as const, id, name };
+/**
+ * Encodes a call as JSON text now, so later changes to the input (or shared memory) cannot reach
+ * the host. The input is serialised once and its text placed in the message as it is: the same
+ * text as JSON.stringify of the whole message (the host parses and checks it either way).
+ */
+export function encodeCall(id: number, name: string, input: unknown, maxBytes: number): string {
+  const head = `{"brand":${JSON.stringify(BRAND)},"type":"call","id":${id},"name":${JSON.stringify(name)}`;
   let text: string | undefined;
   try {
     text = JSON.stringify(input === undefined ? {} : input);
   } catch (err) {
-    return { ...base, inputBytes: 0, inputError: { kind: 'unserialisable', message: (err as Error).message } };
+    return refusedCall(head, 0, 'unserialisable', (err as Error).message);
   }
-  if (text === undefined) {
-    return { ...base, inputBytes: 0, inputError: { kind: 'unserialisable', message: `a ${typeof input} has no JSON form` } };
-  }
+  if (text === undefined) return refusedCall(head, 0, 'unserialisable', `a ${typeof input} has no JSON form`);
   const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > maxBytes) {
-    return { ...base, inputBytes: bytes, inputError: { kind: 'too_large', message: `input is ${bytes} bytes` } };
-  }
-  return { ...base, input: JSON.parse(text) as unknown, inputBytes: bytes };
+  if (bytes > maxBytes) return refusedCall(head, bytes, 'too_large', `input is ${bytes} bytes`);
+  return `${head},"input":${text},"inputBytes":${bytes}}`;
+}
+
+function refusedCall(head: string, inputBytes: number, kind: 'unserialisable' | 'too_large', message: string): string {
+  return `${head},"inputBytes":${inputBytes},"inputError":${JSON.stringify({ kind, message })}}`;
 }
 
 /** Encodes a message to the user now; text that is not a string or is over `maxBytes` is refused here (the host checks again). */

@@ -1,10 +1,10 @@
 /**
  * A file that lines are appended to as a run goes (trace.jsonl, an eval's runs.jsonl).
  *
- * Lines are written with plain synchronous appends, batched once per event-loop turn. A write
- * stream would send every line, its open and its close through libuv's thread pool: a round trip
- * that costs more than the small write itself, and one the rollout waits for when the file is
- * closed. The file is opened (created) in the background, so creating it is not on the rollout's
+ * Lines are written with plain synchronous appends, batched once per event-loop turn (or, with
+ * `batchMs`, at most that long after the first line waiting). A write stream would send every
+ * line, its open and its close through libuv's thread pool: a round trip that costs more than the
+ * small write itself, and one the rollout waits for when the file is closed. The file is opened (created) in the background, so creating it is not on the rollout's
  * path; lines that come before it is open wait in memory.
  */
 import { createHash, type Hash } from 'node:crypto';
@@ -26,7 +26,8 @@ export class AppendFile {
   /** Set once the file cannot be opened or written (disk full): later lines are dropped. */
   #failed = false;
   #closed = false;
-  #flushing: NodeJS.Immediate | null = null;
+  #flushing: NodeJS.Immediate | NodeJS.Timeout | null = null;
+  readonly #batchMs: number;
   readonly #opened: Promise<void>;
   /** With `verify`: a hash of the bytes written, their count, and the file's size when opened. */
   readonly #hash: Hash | null;
@@ -40,8 +41,14 @@ export class AppendFile {
    * it can only add bytes (or cut it short), never overwrite: its size and a hash of what was
    * written show either.
    */
-  constructor(file: string, { verify = false }: { verify?: boolean } = {}) {
+  /**
+   * `batchMs`: lines wait up to this long to be written together, rather than to the end of the
+   * turn: a trace gets two lines per tool call, and a call answered in its own turn would cost a
+   * write (a system call, and one more pass of the event loop) of its own.
+   */
+  constructor(file: string, { verify = false, batchMs = 0 }: { verify?: boolean; batchMs?: number } = {}) {
     this.#file = file;
+    this.#batchMs = batchMs;
     this.#hash = verify ? createHash('sha1') : null;
     this.#opened = new Promise((resolve) => {
       open(file, 'a', (err, fd) => {
@@ -60,7 +67,7 @@ export class AppendFile {
     });
   }
 
-  /** Appends `text` within this event-loop turn (or once the file is open). Never throws. */
+  /** Appends `text` within this event-loop turn, or `batchMs` (or once the file is open). Never throws. */
   append(text: string): void {
     if (this.#failed || this.#closed) return;
     this.#pending.push(text);
@@ -72,7 +79,7 @@ export class AppendFile {
       return;
     }
     // Until the file is open, lines wait; opening it writes them.
-    if (this.#fd !== null) this.#flushing ??= setImmediate(() => this.#flush());
+    if (this.#fd !== null) this.#flushing ??= this.#batchMs > 0 ? setTimeout(() => this.#flush(), this.#batchMs) : setImmediate(() => this.#flush());
   }
 
   #openNow(): void {
@@ -122,7 +129,10 @@ export class AppendFile {
   }
 
   #flush(): void {
-    if (this.#flushing) clearImmediate(this.#flushing);
+    if (this.#flushing) {
+      if (this.#batchMs > 0) clearTimeout(this.#flushing as NodeJS.Timeout);
+      else clearImmediate(this.#flushing as NodeJS.Immediate);
+    }
     this.#flushing = null;
     if (this.#fd === null || this.#pending.length === 0) return;
     const text = this.#pending.length === 1 ? this.#pending[0]! : this.#pending.join('');

@@ -57,8 +57,9 @@ export function bindTools<State>(environment: Environment<State>, state: State, 
       }
       try {
         // The agent gets a copy: nothing it does with the value can reach back into the world
-        // (world objects in it are tracking proxies, which structuredClone copies through).
-        return { ok: true, value: value === undefined ? null : structuredClone(value) };
+        // (world objects in it are tracking proxies, which structuredClone copies through). A
+        // string, number, boolean or bigint is its own copy; a function or a symbol is refused.
+        return { ok: true, value: value === undefined ? null : typeof value === 'object' || typeof value === 'function' || typeof value === 'symbol' ? structuredClone(value) : value };
       } catch (err) {
         return fail('tool_error', `${name} returned a value that cannot be cloned (${describeError(err)}); tools must return plain data`);
       }

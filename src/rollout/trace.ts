@@ -17,6 +17,12 @@ import { AGENT_NOTE_MAX_CHARS, TRACE_MEMORY_MAX_CHARS } from '../options.js';
 import type { StateChange, TraceEvent, TraceEventInput } from '../types.js';
 import { AppendFile } from './append-file.js';
 
+/**
+ * How long events wait to be written to the file together, ms: a tool call answered in its own
+ * event-loop turn would otherwise cost a write of its own. The file is whole when closed.
+ */
+const WRITE_BATCH_MS = 10;
+
 export class Trace {
   readonly events: TraceEvent[] = [];
   readonly #start: number;
@@ -36,7 +42,7 @@ export class Trace {
   constructor(file: string | null, start = performance.now(), { memoryChars = TRACE_MEMORY_MAX_CHARS, verify = false }: { memoryChars?: number; verify?: boolean } = {}) {
     this.#start = start;
     this.#path = file;
-    this.#file = file === null ? null : new AppendFile(file, { verify });
+    this.#file = file === null ? null : new AppendFile(file, { verify, batchMs: WRITE_BATCH_MS });
     this.#memoryChars = memoryChars;
   }
 

@@ -38,6 +38,29 @@ describe('AppendFile', () => {
     await lines.close();
   });
 
+  it('with batchMs, writes what came meanwhile together, later than the turn; whole when closed', async () => {
+    const file = join(temp.dir, 'lines.jsonl');
+    const lines = new AppendFile(file, { batchMs: 60_000 });
+    lines.append('first\n');
+    // Lines that came before the file was open are written as it opens.
+    await until(() => existsSync(file) && readFileSync(file, 'utf8') === 'first\n');
+    lines.append('second\n');
+    await nextTurn();
+    await nextTurn();
+    // (a minute is far longer than this test can take: the second line is not written yet)
+    expect(readFileSync(file, 'utf8')).toBe('first\n');
+    await lines.close();
+    expect(readFileSync(file, 'utf8')).toBe('first\nsecond\n');
+
+    const soon = new AppendFile(join(temp.dir, 'soon.jsonl'), { batchMs: 1 });
+    soon.append('one\n');
+    await until(() => existsSync(join(temp.dir, 'soon.jsonl')) && readFileSync(join(temp.dir, 'soon.jsonl'), 'utf8') === 'one\n');
+    soon.append('two\n');
+    await until(() => readFileSync(join(temp.dir, 'soon.jsonl'), 'utf8') === 'one\ntwo\n');
+    expect(readFileSync(join(temp.dir, 'soon.jsonl'), 'utf8')).toBe('one\ntwo\n');
+    await soon.close();
+  });
+
   it('writes at once, in pieces, what piles up within one turn (never one string too long to make)', async () => {
     const file = join(temp.dir, 'lines.jsonl');
     const lines = new AppendFile(file);

@@ -90,6 +90,19 @@ describe('bindTools', () => {
     expect(error.message).toContain('tools must return plain data');
   });
 
+  it('refuses a function or a symbol returned bare, and gives strings, numbers, booleans and bigints as they are', async () => {
+    const { toolbox } = setup([
+      tool('fn', { type: 'object' }, () => () => 1),
+      tool('sym', { type: 'object' }, () => Symbol('world')),
+      tool('plain', { type: 'object', properties: { v: {} } }, (_s: World, input: { v: number }) => [7, 'seven', true, 7n][input.v]),
+    ]);
+    expect(errorOf(await toolbox.call('fn', {})).message).toContain('fn returned a value that cannot be cloned');
+    expect(errorOf(await toolbox.call('sym', {})).message).toContain('sym returned a value that cannot be cloned');
+    const values = [];
+    for (let v = 0; v < 4; v++) values.push((await toolbox.call('plain', { v })) as { value: unknown });
+    expect(values.map((r) => r.value)).toEqual([7, 'seven', true, 7n]);
+  });
+
   it('turns undefined into null', async () => {
     const { toolbox } = setup([tool('noop', { type: 'object' }, () => undefined)]);
     expect(await toolbox.call('noop', {})).toEqual({ ok: true, value: null });
