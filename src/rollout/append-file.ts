@@ -32,6 +32,8 @@ export class AppendFile {
   readonly #hash: Hash | null;
   #written = 0;
   #start = 0;
+  /** Whether the file may be opened yet (its folder exists: see `after`). */
+  #mayOpen: boolean;
 
   /**
    * `verify`: close() tells whether the file holds exactly what was appended through this object.
@@ -40,11 +42,13 @@ export class AppendFile {
    * it can only add bytes (or cut it short), never overwrite: its size and a hash of what was
    * written show either.
    */
-  constructor(file: string, { verify = false }: { verify?: boolean } = {}) {
+  constructor(file: string, { verify = false, after }: { verify?: boolean; after?: Promise<unknown> } = {}) {
     this.#file = file;
     this.#hash = verify ? createHash('sha1') : null;
+    // `after`: the file is opened once it settles (its folder is being made meanwhile).
+    this.#mayOpen = after === undefined;
     this.#opened = new Promise((resolve) => {
-      open(file, 'a', (err, fd) => {
+      const opening = (): void => open(file, 'a', (err, fd) => {
         if (err) {
           if (this.#fd === null) this.#fail();
         } else if (this.#fd !== null) {
@@ -57,6 +61,12 @@ export class AppendFile {
         }
         resolve();
       });
+      if (after === undefined) opening();
+      else
+        void after.then(() => {
+          this.#mayOpen = true;
+          opening();
+        });
     });
   }
 
@@ -67,7 +77,7 @@ export class AppendFile {
     this.#pendingChars += text.length;
     if (this.#pendingChars >= FLUSH_CHARS) {
       // Too much to keep waiting: written now (the file opened now if it is not yet).
-      if (this.#fd === null) this.#openNow();
+      if (this.#fd === null && this.#mayOpen) this.#openNow();
       this.#flush();
       return;
     }
