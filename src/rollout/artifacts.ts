@@ -25,7 +25,7 @@
  * and the three files the end writes (state-diff.json, result.json, run.json's temporary name).
  * The end writes into those descriptors and renames run.json: whole or not at all, as before.
  */
-import { close, closeSync, mkdir, mkdirSync, open, renameSync, writeFile, writeFileSync, writeSync } from 'node:fs';
+import { close, closeSync, existsSync, mkdir, mkdirSync, open, readFileSync, renameSync, unlinkSync, writeFile, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ResultRecord, RunRecord } from '../types.js';
 import type { Change } from './diff.js';
@@ -52,10 +52,19 @@ interface Ends {
   runTmp: string;
 }
 
+/** Runs of this process whose end is not written yet (see leaveWhole). */
+const unfinished = new Set<RunArtifacts>();
+let exitHook = false;
+
 /** The files of one run folder. */
 export class RunArtifacts {
   readonly dir: string;
   readonly #outDir: string;
+  /** run.json's first text ("running"), kept to leave it whole if the process exits early. */
+  #running = '';
+  /** End files written so far, by name. */
+  readonly #written = new Set<string>();
+  #runTmp: string | null = null;
   /** The folder and run.json ("running"): settled once they exist, rejected if they cannot be made. */
   #created: Promise<void> = Promise.resolve();
   /** The end files, opened in the background; null where that failed (then written by name). */
@@ -79,6 +88,14 @@ export class RunArtifacts {
    */
   create(record: RunRecord, { background = false }: { background?: boolean } = {}): Promise<void> {
     const text = `${toJsonLine(record, 2)}\n`;
+    this.#running = text;
+    unfinished.add(this);
+    if (!exitHook) {
+      exitHook = true;
+      process.on('exit', () => {
+        for (const run of unfinished) run.#leaveWhole();
+      });
+    }
     if (!background || !writable.has(this.#outDir)) {
       mkdirSync(this.dir, { recursive: true });
       // A new folder: `wx` fails if the run id was somehow taken, rather than writing into its run.
@@ -99,17 +116,55 @@ export class RunArtifacts {
   writeRun(record: RunRecord): Promise<void> {
     return this.#end(async (ends) => {
       const text = `${toJsonLine(record, 2)}\n`;
-      if (!ends) return writeJsonAtomic(join(this.dir, 'run.json'), record);
-      writeAll(ends.run, text);
-      renameSync(ends.runTmp, join(this.dir, 'run.json'));
+      try {
+        if (!ends) return await writeJsonAtomic(join(this.dir, 'run.json'), record);
+        writeAll(ends.run, text);
+        renameSync(ends.runTmp, join(this.dir, 'run.json'));
+      } finally {
+        unfinished.delete(this);
+      }
     });
   }
   writeResult(result: ResultRecord): Promise<void> {
-    return this.#end(async (ends) => writeInPlace(ends?.result, join(this.dir, 'result.json'), `${toJsonLine(result, 2)}\n`));
+    return this.#end(async (ends) => {
+      writeInPlace(ends?.result, join(this.dir, 'result.json'), `${toJsonLine(result, 2)}\n`);
+      this.#written.add('result.json');
+    });
   }
   writeDiff(changes: readonly Change[]): Promise<void> {
     // Diffs of big worlds can be large: compact JSON.
-    return this.#end(async (ends) => writeInPlace(ends?.diff, join(this.dir, 'state-diff.json'), `${toJsonLine(changes)}\n`));
+    return this.#end(async (ends) => {
+      writeInPlace(ends?.diff, join(this.dir, 'state-diff.json'), `${toJsonLine(changes)}\n`);
+      this.#written.add('state-diff.json');
+    });
+  }
+
+  /**
+   * The process is exiting before this run's end (a second Ctrl-C): no file of it may be left
+   * torn. run.json, if its folder exists, holds the "running" record whole (its background write
+   * may have been cut short), and the end files created ahead but not written, and run.json's
+   * temporary name, are removed. Synchronous, in the process's 'exit' event.
+   */
+  #leaveWhole(): void {
+    if (!existsSync(this.dir)) return;
+    const run = join(this.dir, 'run.json');
+    try {
+      JSON.parse(readFileSync(run, 'utf8'));
+    } catch {
+      try {
+        writeFileSync(run, this.#running);
+      } catch {
+        // nothing more to do while exiting
+      }
+    }
+    const leftovers = ['state-diff.json', 'result.json'].filter((name) => !this.#written.has(name)).map((name) => join(this.dir, name));
+    for (const file of this.#runTmp ? [...leftovers, this.#runTmp] : leftovers) {
+      try {
+        unlinkSync(file);
+      } catch {
+        // not created
+      }
+    }
   }
 
   async #end(write: (ends: Ends | null) => Promise<void>): Promise<void> {
@@ -125,6 +180,7 @@ export class RunArtifacts {
    */
   #openEnds(): Promise<Ends | null> {
     const runTmp = `${join(this.dir, 'run.json')}.${process.pid}.${tmpCounter++}.tmp`;
+    this.#runTmp = runTmp;
     const opening = [join(this.dir, 'state-diff.json'), join(this.dir, 'result.json'), runTmp].map(
       (file) => new Promise<number | null>((resolve) => open(file, 'w', (err, fd) => resolve(err ? null : fd))),
     );

@@ -135,6 +135,9 @@ function sharesWritten(entry: CachedWorld, state: object): boolean {
 export function sketchWorld(root: object): string {
   const parts: string[] = [];
   const keysOf = new Map<object, string[]>();
+  // An array's keys are its indices (Object.keys would make a string of each).
+  const size = (object: object): number => (Array.isArray(object) ? object.length : keys(object).length);
+  const keyAt = (object: object, i: number): string | number => (Array.isArray(object) ? i : keys(object)[i]!);
   const keys = (object: object): string[] => {
     let list = keysOf.get(object);
     if (list === undefined) {
@@ -169,8 +172,10 @@ export function sketchWorld(root: object): string {
   let budget = SKETCH_ENTRIES;
   for (let i = 0; i < queue.length && budget > 0; i++) {
     const object = queue[i]!;
-    for (const key of keys(object)) {
+    const count = size(object);
+    for (let j = 0; j < count; j++) {
       if (budget-- <= 0) break;
+      const key = keyAt(object, j);
       const value = (object as Record<string, unknown>)[key];
       parts.push(`${key}=${tag(value)}`);
       if (walkable(value)) {
@@ -189,9 +194,9 @@ export function sketchWorld(root: object): string {
     parts.push('/');
     let object: object = root;
     for (let depth = 0; depth < SKETCH_DEPTH; depth++) {
-      const list = keys(object);
-      if (list.length === 0) break;
-      const key = list[Math.floor(random() * list.length)]!;
+      const count = size(object);
+      if (count === 0) break;
+      const key = keyAt(object, Math.floor(random() * count));
       const value = (object as Record<string, unknown>)[key];
       parts.push(`${key}=${tag(value)}`);
       if (!walkable(value)) break;

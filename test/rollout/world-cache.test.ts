@@ -125,3 +125,14 @@ describe('the world cache (a hash and verdict per environment and seed)', () => 
     expect(sketchWorld({ a: shared, c: shared })).not.toBe(sketchWorld({ a: { b: [1] }, c: { b: [1] } }));
   });
 });
+
+describe('sketchWorld on arrays', () => {
+  it('reads a big array by index and tells arrays that differ deep inside apart', () => {
+    const list = Array.from({ length: 200_000 }, (_, i) => ({ id: i, tags: ['x'] }));
+    const a = sketchWorld({ list });
+    expect(sketchWorld({ list: structuredClone(list) })).toBe(a);
+    const changed = structuredClone(list);
+    for (const item of changed) item.tags.push('y');
+    expect(sketchWorld({ list: changed })).not.toBe(a);
+  });
+});
