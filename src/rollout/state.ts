@@ -11,6 +11,7 @@ import type { Environment, RunRecord, WorldContext } from '../types.js';
 import { diffWorld, type Change } from './diff.js';
 import { analyzeWorld } from './plain.js';
 import { WriteTracker } from './track.js';
+import { noteWritten, remember, reusable, setDeterministic, watchSeed, worldKey, type CachedWorld } from './world-cache.js';
 
 /** Raised when the world cannot be built; the run ends `not_started` with an `environment_error`. */
 export class EnvironmentError extends Error {
@@ -75,20 +76,33 @@ export async function buildWorld<State>(
   timeoutMs = CREATE_STATE_TIMEOUT_MS,
 ): Promise<World<State>> {
   const ctx = createContext(seed, environment.clockStart);
-  const state = await callCreateState(environment, ctx, timeoutMs);
+  const watch = watchSeed(ctx);
+  const state = await callCreateState(environment, watch.ctx, timeoutMs);
+  const key = worldKey(environment, seed, watch.readsSeed());
+  let other: State | undefined;
   if (!probed.has(environment)) {
     // The first rollout of an environment in this process asks for a second world: a
     // createState that hands out one cached object (an imported JSON module, say) shows here.
-    const other = await callCreateState(environment, createContext(seed, environment.clockStart), timeoutMs);
+    other = await callCreateState(environment, createContext(seed, environment.clockStart), timeoutMs);
     if (other === state) throw staleWorld(environment.name);
     probed.add(environment);
   }
   if (seenWorlds.has(state as object)) throw staleWorld(environment.name);
   seenWorlds.add(state as object);
 
-  const untrackable = environment.trackChanges === false ? 'trackChanges is false' : analyzeWorld(state);
+  // A world known from an earlier rollout of this key (world-cache.ts) is not walked again.
+  let known: CachedWorld | undefined = environment.trackChanges === false ? undefined : reusable(environment, key, state as object);
+  const untrackable = environment.trackChanges === false ? 'trackChanges is false' : known ? null : analyzeWorld(state);
   if (untrackable === null) {
-    const worldHash = hashWorld(state);
+    let worldHash: string;
+    if (known) {
+      worldHash = known.hash;
+    } else {
+      worldHash = hashWorld(state);
+      // The probe's second world tells whether this environment builds the same world each time.
+      if (other !== undefined) setDeterministic(environment, hashWorld(other) === worldHash);
+      known = remember(environment, key, state as object, worldHash);
+    }
     const tracker = new WriteTracker(state as State & object);
     let initial: State | undefined;
     return {
@@ -103,7 +117,12 @@ export async function buildWorld<State>(
       get tracking() {
         return { mode: 'writes' as const, ...(tracker.lost ? { lost: tracker.lost } : {}) };
       },
-      diff: () => tracker.diff(),
+      diff: () => {
+        const changes = tracker.diff();
+        // What this rollout wrote must not turn up in a later world of the same key.
+        if (known) noteWritten(known, tracker.written());
+        return changes;
+      },
     };
   }
 

@@ -92,6 +92,17 @@ export class WriteTracker<State extends object = object> {
     return diffTracked(this.#root, this.#original, this.#pathFinder(), (v) => v);
   }
 
+  /** The objects written so far that are still in the world, each with a path that holds it now. */
+  written(): { object: object; path: Key[] }[] {
+    const paths = this.#pathFinder();
+    const written: { object: object; path: Key[] }[] = [];
+    for (const object of this.#original.keys()) {
+      const path = paths(object);
+      if (path !== null && path.length > 0) written.push({ object, path });
+    }
+    return written;
+  }
+
   /** A deep copy of the world as it was before the first write. */
   initial(): State {
     return materialize(this.#root, this.#original) as State;
