@@ -449,7 +449,7 @@ if (json) {
   const r = result;
   console.log(`Silo bench · node ${r.node} · ${new Date().toISOString()}`);
   console.log(`artifacts in ${r.fileSystem.dir}: a folder with one file (mkdir, write, rename) costs ${r.fileSystem.folderWithFileUs} µs here now\n`);
-  console.log(describeCold(r));
+  console.log(describeCold({ ...r, heavy: r.heavyAgent }));
   console.log(describeToolCall({ ...toolCall, cpus: r.toolCall.cpus, pinned: r.toolCall.pinned }));
   console.log(`user message  Silo user.send + a scripted reply ${r.userMessage.siloUs} µs · ratio to the bare round trip ${r.userMessage.ratioToBareRtt} · to a tool call ${r.userMessage.ratioToToolCall} · through the sandbox ${r.userMessage.sandboxUs} µs (${r.userMessage.sandboxRatioToToolCall}× its tool call)`);
   console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2) · in the sandbox process ${r.rollout.sandboxMs} ms · granted a provider (a gateway token each) ${r.rollout.withProviderMs} ms`);
