@@ -33,8 +33,6 @@ export class AppendFile {
   readonly #hash: Hash | null;
   #written = 0;
   #start = 0;
-  /** Whether the file may be opened yet (its folder exists: see `after`). */
-  #mayOpen: boolean;
 
   /**
    * `verify`: close() tells whether the file holds exactly what was appended through this object.
@@ -42,19 +40,18 @@ export class AppendFile {
    * does not guard descriptors already open: it can write into this file. Opened for appending,
    * it can only add bytes (or cut it short), never overwrite: its size and a hash of what was
    * written show either.
-   *
+   */
+  /**
    * `batchMs`: lines wait up to this long to be written together, rather than to the end of the
    * turn: a trace gets two lines per tool call, and a call answered in its own turn would cost a
    * write (a system call, and one more pass of the event loop) of its own.
    */
-  constructor(file: string, { verify = false, batchMs = 0, after }: { verify?: boolean; batchMs?: number; after?: Promise<unknown> } = {}) {
+  constructor(file: string, { verify = false, batchMs = 0 }: { verify?: boolean; batchMs?: number } = {}) {
     this.#file = file;
     this.#batchMs = batchMs;
     this.#hash = verify ? createHash('sha1') : null;
-    // `after`: the file is opened once it settles (its folder is being made meanwhile).
-    this.#mayOpen = after === undefined;
     this.#opened = new Promise((resolve) => {
-      const opening = (): void => open(file, 'a', (err, fd) => {
+      open(file, 'a', (err, fd) => {
         if (err) {
           if (this.#fd === null) this.#fail();
         } else if (this.#fd !== null) {
@@ -67,12 +64,6 @@ export class AppendFile {
         }
         resolve();
       });
-      if (after === undefined) opening();
-      else
-        void after.then(() => {
-          this.#mayOpen = true;
-          opening();
-        });
     });
   }
 
@@ -83,7 +74,7 @@ export class AppendFile {
     this.#pendingChars += text.length;
     if (this.#pendingChars >= FLUSH_CHARS) {
       // Too much to keep waiting: written now (the file opened now if it is not yet).
-      if (this.#fd === null && this.#mayOpen) this.#openNow();
+      if (this.#fd === null) this.#openNow();
       this.#flush();
       return;
     }

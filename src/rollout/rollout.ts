@@ -155,11 +155,10 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     ...(plan.mode === 'none' ? {} : { user: { mode: plan.mode, ...(plan.mode === 'model' ? { model: `${plan.model.provider}:${plan.model.model}` } : {}) } }),
   };
   // A folder that cannot be written (read-only, another user's) is a set-up error naming --out.
-  // With a model gateway the folder is made at once (models.jsonl may be opened any time).
-  await outDirAccess(outRoot, () => artifacts.create(record, { background: gateway === null }));
+  await outDirAccess(outRoot, () => artifacts.create(record));
   const pool = options.drive ? undefined : (options.pool ?? sharedPool(options.isolation));
   // An agent in a thread of this process can write into the trace's descriptor: checked on close.
-  const trace = new Trace(artifacts.traceFile, t0, { verify: pool?.inProcess === true, after: artifacts.folder });
+  const trace = new Trace(artifacts.traceFile, t0, { verify: pool?.inProcess === true });
   trace.add({ type: 'run_started', taskId: task.id, agent: options.agent, seed });
 
   let world: World | undefined;
@@ -321,12 +320,9 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     ...(error ? { error } : {}),
   };
   // These three are independent; run.json waits for all of them.
-  // A folder made in the background that could not be made is the same set-up error as up front.
-  await outDirAccess(outRoot, async () => {
-    await Promise.all([trace.close(), models?.close(), artifacts.writeDiff(changes), artifacts.writeResult(result)]);
-    // run.json last: once it leaves "running", every other file is complete.
-    await artifacts.writeRun(record);
-  });
+  await Promise.all([trace.close(), models?.close(), artifacts.writeDiff(changes), artifacts.writeResult(result)]);
+  // run.json last: once it leaves "running", every other file is complete.
+  await artifacts.writeRun(record);
 
   return {
     runId,
