@@ -94,7 +94,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   // loads the task file: the agent is prepared (its worker's read permissions, which decide the
   // sandbox's mounts; a TypeScript agent compiled) and its sandbox started at once. One rollout at
   // a time: one worker kept ready in the sandbox, for the next task's rollout.
-  const [{ createRunner }, { PreparedAgents }, { agentEnv }] = await Promise.all([import('../pool/pool.js'), import('../pool/compile.js'), import('../agents/builtin.js')]);
+  const [{ createRunner }, { PreparedAgents }, { agentEnv }] = await Promise.all([import('../pool/runners.js'), import('../pool/compile.js'), import('../agents/builtin.js')]);
   const pool = createRunner(flags.isolation, { noNetwork: !flags.network, maxThreads: 1, minThreads: 1 });
   const prepared = new PreparedAgents();
   const agentFile = /^(openai|anthropic):/.test(agent) ? undefined : resolve(agent);

@@ -9,11 +9,8 @@ import type { Piscina } from 'piscina';
 import { WORKER_ENTRY } from '../paths.js';
 import { PortLink, type Link } from './ends.js';
 import { permissionArgs } from './permissions.js';
-import { SandboxPool } from '../sandbox/pool.js';
 import type { SandboxLevel } from '../sandbox/jail.js';
-import { SiloError } from '../errors.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
-import { atShutdown } from '../shutdown.js';
 
 
 /**
@@ -276,32 +273,3 @@ export function loadPiscina(): Promise<typeof Piscina> {
 
 /** Where agent workers live: a sandbox process (the default), or threads of this process. */
 export type Isolation = 'process' | 'thread';
-
-/** A runner of agent workers for `isolation`, with the pool options given. */
-export function createRunner(isolation: Isolation, options: AgentPoolOptions & { noNetwork?: boolean } = {}): AgentRunner {
-  const { noNetwork, ...pool } = options;
-  if (isolation === 'thread') {
-    if (noNetwork) throw new SiloError('SILO_USAGE', '--no-network needs --isolation process');
-    return new AgentPool(pool);
-  }
-  return new SandboxPool({ ...pool, ...(noNetwork ? { noNetwork } : {}) });
-}
-
-const shared = new Map<Isolation, AgentRunner>();
-
-/** The process-wide runner used when no pool is passed to runRollout. */
-export function sharedPool(isolation: Isolation = 'process'): AgentRunner {
-  let runner = shared.get(isolation);
-  if (!runner) {
-    shared.set(isolation, (runner = createRunner(isolation)));
-    atShutdown(closeSharedPool);
-  }
-  return runner;
-}
-
-/** Stops the process-wide runners (the CLI calls this before exiting). */
-export async function closeSharedPool(): Promise<void> {
-  const runners = [...shared.values()];
-  shared.clear();
-  await Promise.all(runners.map((r) => r.destroy()));
-}

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { junitReport } from '../../src/eval/reporters.js';
 import { localRunner, type RunnerFactory } from '../../src/eval/runner.js';
-import { createRunner } from '../../src/pool/pool.js';
+import { createRunner } from '../../src/pool/runners.js';
 import { runEval, SiloError } from '../../src/index.js';
 import type { EvalProgress, EvalRunLine, EvalSummary, ResultRecord, RunRecord } from '../../src/index.js';
 import { eventsOf, readRunFiles, tempDir } from '../helpers.js';
