@@ -227,11 +227,12 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     prepared.readable,
     // A runner that cannot start the worker (a sandbox that failed to start) is a worker gone.
   ).catch((err: unknown): WorkerExit => ({ kind: 'exited', message: `the agent's worker could not start: ${describeError(err)}` }));
-  // A worker that never reports its start frees the slot when it is gone.
-  void run.then(() => slot.release?.());
   // Whatever the runner does, a terminated worker is gone for this rollout within a bound: one
   // that never answers (a sandbox stuck as it starts) cannot hold the rollout, or an eval, forever.
   const exit = Promise.race([run, goneAfterTerminate(run, terminate.signal)]);
+  // A worker that never reports its start frees the slot when it is taken as gone (a runner that
+  // never answers must not hold a turn to start for ever).
+  void exit.then(() => slot.release?.());
 
   // Either the completion arrives, or the worker goes away first. In the second case, wait for
   // the port to drain and close: messages sent before the exit are still delivered.
