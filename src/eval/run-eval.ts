@@ -198,8 +198,8 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
       const builtin = parseBuiltinAgent(record.agent);
       if (builtin) requireAgentSdk(builtin);
       const pool = createRunner(options.isolation ?? 'process', { maxThreads: concurrency, reuse: record.reuseWorkers, ...(options.noNetwork ? { noNetwork: true } : {}) });
-      // The sandbox boots while the eval sets up its first rollouts.
-      pool.warm?.();
+      // The sandbox boots while the eval sets up its first rollouts (if it has any left).
+      if (pairs.length > 0) pool.warm?.();
       return Promise.resolve(localRunner(context, pool, concurrency));
     });
   const runner = await makeRunner({
@@ -210,6 +210,7 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
     ...(gateway ? { gateway } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(asked === undefined ? {} : { concurrency }),
+    rollouts: pairs.length,
   });
 
   const started = previous ? new Date(previous.startedAt) : new Date();

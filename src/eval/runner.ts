@@ -53,6 +53,8 @@ export interface RunnerContext {
   concurrency?: number;
   /** The eval's model gateway, when its agent reaches a model through one (the eval closes it). */
   gateway?: Gateway;
+  /** Rollouts left to run; with none (a finished eval resumed), nothing is started ahead. */
+  rollouts?: number;
 }
 
 /**
@@ -67,7 +69,9 @@ export function localRunner(context: RunnerContext, pool: AgentRunner, slots: nu
   const preparedAgents = new PreparedAgents();
   // The agent's sandbox (a jail's mounts depend on the agent) and its first workers start now,
   // while the eval gets its first rollouts ready.
-  if (!parseBuiltinAgent(record.agent)) {
+  // (Not for an eval with nothing left to run: threads still starting when the pool is destroyed
+  // would only be waited for.)
+  if (!parseBuiltinAgent(record.agent) && context.rollouts !== 0) {
     const worker = { memoryMb: record.limits?.memoryMb ?? DEFAULT_LIMITS.memoryMb, env: { ...env } };
     preparedAgents.get(resolve(record.agent)).then(
       (prepared) => pool.warm?.(prepared.readable, worker),
