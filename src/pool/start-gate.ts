@@ -7,6 +7,7 @@
  * and the rollouts behind wait their turn without their start clock running.
  */
 import { availableParallelism } from 'node:os';
+import { Limiter } from '../gateway/limiter.js';
 
 /**
  * Workers that start at once per runner: four per core (a start also waits: on its runner's
@@ -15,63 +16,11 @@ import { availableParallelism } from 'node:os';
  */
 export const START_SLOTS = Math.max(8, 4 * availableParallelism());
 
-/** A counting gate: at most `slots` holders at once, the others served in the order they came. */
-export class StartGate {
-  #free: number;
-  readonly #queue: Array<() => void> = [];
-
-  constructor(slots: number = START_SLOTS) {
-    this.#free = slots;
-  }
-
-  /** Rollouts waiting for their turn. */
-  get waiting(): number {
-    return this.#queue.length;
-  }
-
-  /**
-   * Resolves when a start may begin, with the function that ends it (idempotent), or with null
-   * when `signal` aborts first (the rollout ended before its turn: nothing was taken).
-   */
-  acquire(signal?: AbortSignal): Promise<(() => void) | null> {
-    if (signal?.aborted) return Promise.resolve(null);
-    if (this.#free > 0) {
-      this.#free--;
-      return Promise.resolve(this.#releaser());
-    }
-    return new Promise((resolve) => {
-      const turn = (): void => {
-        signal?.removeEventListener('abort', leave);
-        resolve(this.#releaser());
-      };
-      const leave = (): void => {
-        const at = this.#queue.indexOf(turn);
-        if (at >= 0) this.#queue.splice(at, 1);
-        resolve(null);
-      };
-      this.#queue.push(turn);
-      signal?.addEventListener('abort', leave, { once: true });
-    });
-  }
-
-  #releaser(): () => void {
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.#queue.shift();
-      // The slot passes straight to the next in line, or is free again.
-      if (next) next();
-      else this.#free++;
-    };
-  }
-}
-
-const gates = new WeakMap<object, StartGate>();
+const gates = new WeakMap<object, Limiter>();
 
 /** The gate of `runner` (one per runner: its workers compete for the same cores and main thread). */
-export function startGate(runner: object): StartGate {
+export function startGate(runner: object): Limiter {
   let gate = gates.get(runner);
-  if (!gate) gates.set(runner, (gate = new StartGate()));
+  if (!gate) gates.set(runner, (gate = new Limiter(START_SLOTS)));
   return gate;
 }

@@ -202,7 +202,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   // Workers start a few at a time per runner (start-gate.ts): the start clock runs from this
   // rollout's turn. One cancelled while it waits never asks for a worker. (Reused workers are
   // started already: an agent's start there is a module instance, not a thread.)
-  slot.release = opts.pool.reusesWorkers === true ? () => {} : await startGate(opts.pool).acquire(terminate.signal);
+  slot.release = opts.pool.reusesWorkers === true ? () => {} : await startGate(opts.pool).acquire(terminate.signal).catch(() => null);
   const startMs = workerStartMs(limits.timeoutMs);
   const startTimer = setTimeout(() => {
     if (startedAt === undefined) terminate.abort(`the agent's worker did not start within ${startMs} ms`);

@@ -2,13 +2,13 @@
  * Workers start a few at a time per runner (src/pool/start-gate.ts): hundreds of rollouts that
  * start their workers at once would have every start compete for the cores with the thread that
  * relays their messages (in the sandbox: the rollouts timed out as they started, and the silence
- * check ended the sandbox). The gate admits START_SLOTS starts at once, in order; a rollout's start
- * clock runs from its turn; one cancelled while it waits takes nothing.
+ * check ended the sandbox). The gate (a Limiter per runner) admits START_SLOTS starts at once, in
+ * order; a rollout's start clock runs from its turn; one cancelled while it waits takes nothing.
  */
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AgentPool, type AgentRunner } from '../../src/pool/pool.js';
-import { START_SLOTS, StartGate } from '../../src/pool/start-gate.js';
+import { START_SLOTS, startGate } from '../../src/pool/start-gate.js';
 import { runRollout } from '../../src/index.js';
 import type { Task } from '../../src/types.js';
 import { tempDir } from '../helpers.js';
@@ -16,39 +16,36 @@ import { tempDir } from '../helpers.js';
 const home = tempDir('silo-start-gate-');
 afterAll(() => home.remove());
 
-describe('StartGate', () => {
-  it('admits as many as it has slots, then each in the order it came as slots free', async () => {
-    const gate = new StartGate(2);
-    const a = await gate.acquire();
-    const b = await gate.acquire();
-    const order: string[] = [];
-    const c = gate.acquire().then((r) => (order.push('c'), r));
-    const d = gate.acquire().then((r) => (order.push('d'), r));
+describe('startGate', () => {
+  it('is one gate per runner, of START_SLOTS turns, freed once however often a turn is given back', async () => {
+    const runner = {};
+    const gate = startGate(runner);
+    expect(startGate(runner)).toBe(gate);
+    expect(startGate({})).not.toBe(gate);
+    const held = await Promise.all(Array.from({ length: START_SLOTS }, () => gate.acquire()));
+    let next = false;
+    const waiting = gate.acquire().then((release) => ((next = true), release));
     await new Promise((r) => setTimeout(r, 10));
-    expect(order).toEqual([]);
-    expect(gate.waiting).toBe(2);
-    a!();
-    a!(); // twice frees one slot only
-    await c;
-    await new Promise((r) => setTimeout(r, 10));
-    expect(order).toEqual(['c']);
-    b!();
-    await d;
-    expect(order).toEqual(['c', 'd']);
+    expect(next).toBe(false);
+    expect(gate.waiting).toBe(1);
+    held[0]!();
+    held[0]!(); // twice frees one turn only
+    (await waiting)();
+    expect(gate.inFlight).toBe(START_SLOTS - 1);
+    for (const release of held.slice(1)) release();
+    expect(gate.inFlight).toBe(0);
   });
 
-  it('gives null to one whose signal aborts while it waits, and keeps its place for the next', async () => {
-    const gate = new StartGate(1);
-    const held = await gate.acquire();
+  it('drops one whose signal aborts while it waits (agent.ts takes that as no turn)', async () => {
+    const gate = startGate({});
+    const held = await Promise.all(Array.from({ length: START_SLOTS }, () => gate.acquire()));
     const controller = new AbortController();
-    const gone = gate.acquire(controller.signal);
-    const next = gate.acquire();
+    const gone = gate.acquire(controller.signal).catch(() => null);
     controller.abort();
     expect(await gone).toBeNull();
-    expect(gate.waiting).toBe(1);
-    held!();
-    expect(typeof (await next)).toBe('function');
-    expect(await gate.acquire(AbortSignal.abort())).toBeNull();
+    expect(gate.waiting).toBe(0);
+    for (const release of held) release();
+    expect(await gate.acquire(AbortSignal.abort()).catch(() => null)).toBeNull();
   });
 });
 
