@@ -1,8 +1,8 @@
 /**
- * The worker pool: piscina pools keyed by memory limit, each worker single-use. A worker posts
- * its rollout's completion on the rollout's own port and exits; piscina then rejects the task
- * ("worker exited") and starts a replacement in the background, so the next rollout usually
- * finds a warm, never-used thread.
+ * The worker pool, keyed by what a worker is started with (heap limit, environment, read access).
+ * By default each worker is single-use (fresh.ts): it posts its rollout's completion on the
+ * rollout's own port and exits, and a replacement has started in the background, so the next
+ * rollout usually finds a warm, never-used thread. Reused workers (trusted agents) are piscina's.
  */
 import { availableParallelism } from 'node:os';
 import type { Piscina } from 'piscina';
@@ -11,7 +11,7 @@ import { PortLink, type Link } from './ends.js';
 import { permissionArgs } from './permissions.js';
 import type { SandboxLevel } from '../sandbox/jail.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
-
+import { FreshWorkers } from './fresh.js';
 
 /**
  * Workers kept warm per pool: two per core, at most 8. Each is used once, so a spare that finished
@@ -152,6 +152,7 @@ export class AgentPool implements AgentRunner {
    * `process.env` and permissions are fixed when it starts).
    */
   readonly #pools = new Map<string, Piscina>();
+  readonly #fresh_ = new Map<string, FreshWorkers>();
   readonly #options: Required<AgentPoolOptions>;
   /** Agents one worker runs at once: 1, or several when workers are reused. */
   readonly #perWorker: number;
@@ -191,6 +192,13 @@ export class AgentPool implements AgentRunner {
     if (!(link instanceof PortLink)) throw new Error('a thread pool runs rollouts on links it made (AgentPool.link())');
     const port = link.workerPort;
     const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
+    if (!this.#options.reuse) {
+      try {
+        return { ...(await this.#fresh(memoryMb, env, readable).run(message, port, terminate)), isolation: 'thread' };
+      } catch (err) {
+        return { kind: 'exited', message: `the worker could not start: ${err instanceof Error ? err.message : String(err)}`, isolation: 'thread' };
+      }
+    }
     const Pool = await loadPiscina();
     try {
       await this.#pool(Pool, memoryMb, env, readable).run(message, { transferList: [port], signal: terminate });
@@ -210,7 +218,15 @@ export class AgentPool implements AgentRunner {
    * ready. The same workers a first rollout would have started.
    */
   warm(readable: readonly string[] = [], worker?: WarmWorkers): void {
-    if (!worker) return;
+    if (!worker || this.#destroyed) return;
+    if (!this.#options.reuse) {
+      try {
+        this.#fresh(worker.memoryMb, worker.env, readable).warm();
+      } catch {
+        // the first rollout says why
+      }
+      return;
+    }
     void loadPiscina().then(
       // (not after destroy(): the threads would outlive the pool)
       (Pool) => this.#destroyed || this.#pool(Pool, worker.memoryMb, worker.env, readable),
@@ -221,14 +237,33 @@ export class AgentPool implements AgentRunner {
   /** Stops every worker. */
   async destroy(): Promise<void> {
     this.#destroyed = true;
-    const pools = [...this.#pools.values()];
+    const pools = [...this.#pools.values(), ...this.#fresh_.values()];
     this.#pools.clear();
+    this.#fresh_.clear();
     await Promise.all(pools.map((p) => p.destroy()));
   }
 
+  /** The single-use threads for workers of this heap, environment and read access (made on first use). */
+  #fresh(memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): FreshWorkers {
+    const key = poolKey(memoryMb, env, readable);
+    let pool = this.#fresh_.get(key);
+    if (!pool) {
+      pool = new FreshWorkers({
+        filename: WORKER_ENTRY,
+        spares: this.#options.minThreads,
+        max: this.#options.maxThreads,
+        env,
+        // Narrowed: reads under `readable` only; no writes, processes, workers, addons or inspector.
+        execArgv: permissionArgs(readable),
+        memoryMb,
+      });
+      this.#fresh_.set(key, pool);
+    }
+    return pool;
+  }
+
   #pool(Pool: typeof Piscina, memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): Piscina {
-    const sortedEnv = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    const key = JSON.stringify([memoryMb, sortedEnv, [...readable].sort()]);
+    const key = poolKey(memoryMb, env, readable);
     let pool = this.#pools.get(key);
     if (!pool) {
       pool = new Pool({
@@ -261,6 +296,12 @@ export class AgentPool implements AgentRunner {
     }
     return pool;
   }
+}
+
+/** A pool's key: a worker's heap limit, environment and permissions are fixed when it starts. */
+function poolKey(memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): string {
+  const sortedEnv = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify([memoryMb, sortedEnv, [...readable].sort()]);
 }
 
 /** piscina, loaded by the first thread pool: a host whose agents run in the sandbox never needs it. */

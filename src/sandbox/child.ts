@@ -74,8 +74,9 @@ const RELAY_BUDGET_CHARS = 256 * 2 ** 20;
 
 const options = JSON.parse(process.argv[2] ?? '{}') as SandboxPoolOptions;
 const pool = new AgentPool(options);
-// Loaded while the host gets the first rollout ready, not after it arrives.
-void loadPiscina();
+// Reused workers are piscina's: loaded while the host gets the first rollout ready, not after it
+// arrives. Single-use workers (the default) need none of it.
+if (options.reuse) void loadPiscina();
 const runs = new Map<number, { link: PortLink; terminate: AbortController }>();
 
 function receive(frame: Incoming): void {
