@@ -24,8 +24,14 @@ function handler(task: WorkerTask): Promise<void> {
 }
 
 if (require.main === module && parentPort) {
-  // One task, then the thread ends (runAgentTask's exitAfter). Anything else posted is ignored.
-  parentPort.once('message', (task: WorkerTask) => void handler(task));
+  // One task, then the thread ends (runAgentTask's exitAfter). The parent port is closed once the
+  // task is taken: the pool needs nothing more from it, and nothing the agent posts on it reaches
+  // the host (or, in the sandbox, its main thread).
+  const port = parentPort;
+  port.once('message', (task: WorkerTask) => {
+    port.close();
+    void handler(task);
+  });
 }
 
 export = handler;

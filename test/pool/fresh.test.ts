@@ -6,10 +6,13 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runRollout } from '../../src/index.js';
 import { FreshWorkers, type FreshWorkersOptions } from '../../src/pool/fresh.js';
-import { tempDir } from '../helpers.js';
+import { AgentPool } from '../../src/pool/pool.js';
+import { tempDir, testWorld } from '../helpers.js';
 
 const home = tempDir('silo-fresh-');
 afterAll(() => home.remove());
@@ -112,4 +115,29 @@ new FreshWorkers({ filename: ${JSON.stringify(script)}, spares: 2, max: 2, env: 
     expect(child.error).toBeUndefined();
     expect(child.status).toBe(0);
   });
+});
+
+describe("an agent posting on its worker's parent port", () => {
+  it('reaches nothing: the port is closed once the worker has its task', async () => {
+    // What the host's Worker objects receive from their threads (Node emits a parent port's
+    // messages on the Worker).
+    let received = 0;
+    const emit = Worker.prototype.emit;
+    Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]) {
+      if (event === 'message') received++;
+      return emit.call(this, event, ...args);
+    } as typeof emit;
+    const pool = new AgentPool({ maxThreads: 1, minThreads: 0 });
+    try {
+      const world = testWorld();
+      const agent = fileURLToPath(new URL('../../fixtures/agents/hostile/posts-parent-port.mjs', import.meta.url));
+      const result = await runRollout({ task: { ...world.task, options: { count: 20, chars: 1_000_000 } }, agent, outDir: home.dir, pool });
+      expect(result.termination).toBe('returned');
+      expect(JSON.parse(String(result.output))).toEqual({ posted: 40, failed: 0 });
+      expect(received).toBe(0);
+    } finally {
+      Worker.prototype.emit = emit;
+      await pool.destroy();
+    }
+  }, 30_000);
 });
