@@ -95,11 +95,11 @@ function refusal(agentPath: string, readable: readonly string[], file: string): 
  * What in a package's code means it cannot be bundled: it finds files next to its own through
  * CommonJS's `__dirname`/`__filename` or `require.resolve` (they would name the compiled file's
  * folder, or nothing), it loads a native addon or WebAssembly, or it requires or imports a module
- * whose name it computes (the bundler cannot follow it). And CommonJS marked `__esModule`: its
- * default import is `module.exports` in Node but `exports.default` bundled, so it stays Node's.
- * `import.meta.url` is fine: each bundled module keeps its own file's (see silo-import-meta).
+ * whose name it computes (the bundler cannot follow it). CommonJS marked `__esModule` is bundled:
+ * its default import is made Node's (`module.exports`, see nodeDefaults). `import.meta.url` is
+ * fine: each bundled module keeps its own file's (see silo-import-meta).
  */
-const UNBUNDLABLE = /\b__esModule\b|\b__dirname\b|\b__filename\b|\brequire\.resolve\b|\brequire\(\s*[^'"`\s)]|\bimport\(\s*[^'"`\s)]|\.node['"`]|\.wasm\b|\bnode-gyp-build\b|\brequire\(\s*['"]bindings['"]\s*\)/;
+const UNBUNDLABLE = /\b__dirname\b|\b__filename\b|\brequire\.resolve\b|\brequire\(\s*[^'"`\s)]|\bimport\(\s*[^'"`\s)]|\.node['"`]|\.wasm\b|\bnode-gyp-build\b|\brequire\(\s*['"]bindings['"]\s*\)/;
 
 /** A dynamic import of a name computed at run time (not a quoted one). */
 const COMPUTED_IMPORT = /\bimport\(\s*[^'"`\s)]/;
@@ -174,7 +174,7 @@ const SCRIPT_TAIL = '\n})';
 
 /** What a compiled agent's manifest records (see compileAgent). */
 interface Manifest {
-  version: 4;
+  version: 5;
   key: string;
   file: string;
   packages: string[];
@@ -208,7 +208,7 @@ function stored(path: string, key: string): CompiledAgent | undefined {
   } catch {
     return undefined;
   }
-  if (manifest.version !== 4 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
+  if (manifest.version !== 5 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
   for (const [file, size, mtime] of manifest.inputs) {
     const now = stamp(file);
     if (now === null || now[0] !== size || now[1] !== mtime) return undefined;
@@ -242,7 +242,7 @@ function store(path: string, key: string, { compiled, inputs, map, shifts }: Bui
     const st = stamp(file);
     return st ? [[file, st[0], st[1]]] : [];
   });
-  const manifest: Manifest = { version: 4, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamped };
+  const manifest: Manifest = { version: 5, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamped };
   try {
     writeAtomically(`${compiled.file}.map`, JSON.stringify(map));
     const target = manifestFile(path);
@@ -376,9 +376,7 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
   const outputs = result.outputFiles ?? [];
   let code = outputs.find((o) => !o.path.endsWith('.map'))?.text.replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n') ?? '';
 
-  // A package left unbundled is imported as Node's `import` would: its `module.exports` is the
-  // default export, __esModule or not (esbuild's node mode, which it applies only to .mjs importers).
-  if (format === 'cjs') code = code.replace(/__toESM\((require\("\/[^"\n]*"\))\)/g, '__toESM($1, 1)');
+  code = nodeDefaults(code);
   const map = JSON.parse(outputs.find((o) => o.path.endsWith('.map'))?.text ?? JSON.stringify(EMPTY_MAP)) as SourceMapPayload;
   // esbuild writes the sources as URLs relative to the output (é and # percent-encoded).
   map.sources = map.sources.map((source) => fileURLToPath(new URL(source, pathToFileURL(`${dir}${sep}`))));
@@ -388,6 +386,16 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
   if (format === 'cjs') writeCodeCache(file, code);
   const inputs = Object.keys(result.metafile?.inputs ?? {}).map((input) => resolve(input));
   return { compiled: { file, script: format === 'cjs', packages: [...packages], stacks: new StackMapper(file, map, shifts) }, found: unsafe, inputs, map, shifts };
+}
+
+/**
+ * A CommonJS module imported by ES module code, bundled in or left an import, is imported as
+ * Node's `import` would: its `module.exports` is the default export, `__esModule` or not. esbuild
+ * does so (its "node mode") only for importers Node would load as ES modules by their extension or
+ * package `type`; an agent's own TypeScript in a folder of no `type` would get `exports.default`.
+ */
+function nodeDefaults(code: string): string {
+  return code.replace(/__toESM\((require(?:_[\w$]+\(\)|\("\/[^"\n]*"\)))\)/g, '__toESM($1, 1)');
 }
 
 function writeAtomically(file: string, data: string | Uint8Array): void {

@@ -42,8 +42,13 @@ const PACKAGES = {
   addon: cjs('index.js', 'let addon = null;\ntry { addon = require("./build/native.node"); } catch { addon = null; }\nexports.answer = () => "addon:" + (addon === null);\n'),
   'with-wasm': esm('index.js', 'export const answer = () => "wasm:" + new URL("./lib.wasm", import.meta.url).pathname.endsWith("lib.wasm");\n'),
   dynamic: cjs('index.js', 'exports.answer = (name) => { try { return require(name); } catch { return "dynamic"; } };\n'),
-  // Compiled from ESM: Node's default import is module.exports, a bundle's would be exports.default.
+  // Compiled from ESM: Node's default import is module.exports, esbuild's would be exports.default
+  // for an importer it does not take for Node's ES module (a .ts file in a folder of no type).
   'es-module-flag': cjs('index.js', 'Object.defineProperty(exports, "__esModule", { value: true });\nexports.default = () => "flagged";\nexports.answer = () => "flag";\n'),
+  // The same, left an import (it finds a file next to its own).
+  'es-module-flag-dirname': cjs('index.js', 'Object.defineProperty(exports, "__esModule", { value: true });\nexports.default = () => "flagged";\nexports.answer = () => "flag:" + (typeof __dirname);\n'),
+  // An ES module package importing the flagged one by default.
+  'imports-flagged': { ...esm('index.js', 'import flagged from "es-module-flag";\nexport const answer = () => typeof flagged + ":" + flagged.answer();\n'), 'node_modules/es-module-flag/package.json': JSON.stringify({ name: 'es-module-flag', main: 'index.js' }), 'node_modules/es-module-flag/index.js': 'Object.defineProperty(exports, "__esModule", { value: true });\nexports.default = () => "flagged";\nexports.answer = () => "inner";\n' },
 };
 
 describe('bundling the packages of a compiled agent', () => {
@@ -56,7 +61,7 @@ describe('bundling the packages of a compiled agent', () => {
     expect(code).not.toMatch(/from\s+"[^"]*node_modules\/plain/);
   });
 
-  for (const pkg of ['uses-dirname', 'addon', 'with-wasm', 'dynamic', 'es-module-flag'] as const) {
+  for (const pkg of ['uses-dirname', 'addon', 'with-wasm', 'dynamic', 'es-module-flag-dirname'] as const) {
     it(`leaves ${pkg} an import of its own files, next to a plain package that is bundled`, async () => {
       const files: Record<string, string> = { ...PACKAGES[pkg] };
       if (pkg === 'addon') files['build/native.node'] = 'not really an addon';
@@ -114,15 +119,29 @@ describe('a compiled agent as a script with its code cache', () => {
   it("imports a CommonJS package left unbundled as Node's import does (module.exports is the default, __esModule or not)", async () => {
     const agent = agentWith(
       'script-flag',
-      { 'es-module-flag': PACKAGES['es-module-flag'] },
-      'import flagged from "es-module-flag";\nexport default () => typeof flagged + ":" + (flagged as unknown as { answer(): string }).answer();\n',
+      { 'es-module-flag-dirname': PACKAGES['es-module-flag-dirname'] },
+      'import flagged from "es-module-flag-dirname";\nexport default () => typeof flagged + ":" + (flagged as unknown as { answer(): string }).answer();\n',
     );
     const compiled = await compileAgent(agent);
     expect(compiled.script).toBe(true);
     expect(compiled.packages).toHaveLength(1);
-    const r = await runRollout({ task: task('bundle/script-flag', 'object:flag'), agent, outDir: join(home.dir, 'out'), isolation: 'thread' });
+    const r = await runRollout({ task: task('bundle/script-flag', 'object:flag:string'), agent, outDir: join(home.dir, 'out'), isolation: 'thread' });
     expect(r.error).toBeUndefined();
-    expect(r.output).toBe('object:flag');
+    expect(r.output).toBe('object:flag:string');
+  });
+
+  it("bundles a CommonJS package marked __esModule, imported as Node's import does, by the agent's own code and by an ES module package", async () => {
+    const agent = agentWith(
+      'bundled-flag',
+      { 'es-module-flag': PACKAGES['es-module-flag'], 'imports-flagged': PACKAGES['imports-flagged'] },
+      'import flagged from "es-module-flag";\nimport { answer } from "imports-flagged";\nexport default () => typeof flagged + ":" + (flagged as unknown as { answer(): string }).answer() + " " + answer();\n',
+    );
+    const compiled = await compileAgent(agent);
+    expect(compiled.script).toBe(true);
+    expect(compiled.packages).toEqual([]);
+    const r = await runRollout({ task: task('bundle/bundled-flag', 'object:flag object:inner'), agent, outDir: join(home.dir, 'out'), isolation: 'thread' });
+    expect(r.error).toBeUndefined();
+    expect(r.output).toBe('object:flag object:inner');
   });
 
   it('stays an ES module where a script could not stand for it: top-level await, import.meta.resolve, an ES module package left unbundled, a dynamic import', async () => {
