@@ -69,9 +69,9 @@ export function compileAgent(path: string): Promise<CompiledAgent> {
  * names of the build's own (from its cache key, so the output stays the same for the same file),
  * which no agent's code declares.
  */
-function metaNames(key: string): { url: string; filename: string; dirname: string } {
+function metaNames(key: string): { url: string; filename: string; dirname: string; start: string; end: string } {
   const tag = createHash('sha256').update(key).digest('hex').slice(0, 12);
-  return { url: `__siloMetaUrl_${tag}`, filename: `__siloMetaFilename_${tag}`, dirname: `__siloMetaDirname_${tag}` };
+  return { url: `__siloMetaUrl_${tag}`, filename: `__siloMetaFilename_${tag}`, dirname: `__siloMetaDirname_${tag}`, start: `__siloStart_${tag}_`, end: `__siloEnd_${tag}_` };
 }
 
 /** esbuild's loader for an agent's own module, by extension (modules it does not name load as usual). */
@@ -95,11 +95,11 @@ function refusal(agentPath: string, readable: readonly string[], file: string): 
  * What in a package's code means it cannot be bundled: it finds files next to its own through
  * CommonJS's `__dirname`/`__filename` or `require.resolve` (they would name the compiled file's
  * folder, or nothing), it loads a native addon or WebAssembly, or it requires or imports a module
- * whose name it computes (the bundler cannot follow it). And CommonJS marked `__esModule`: its
- * default import is `module.exports` in Node but `exports.default` bundled, so it stays Node's.
- * `import.meta.url` is fine: each bundled module keeps its own file's (see silo-import-meta).
+ * whose name it computes (the bundler cannot follow it). CommonJS marked `__esModule` is bundled:
+ * its default import is made Node's (`module.exports`, see nodeDefaults). `import.meta.url` is
+ * fine: each bundled module keeps its own file's (see silo-import-meta).
  */
-const UNBUNDLABLE = /\b__esModule\b|\b__dirname\b|\b__filename\b|\brequire\.resolve\b|\brequire\(\s*[^'"`\s)]|\bimport\(\s*[^'"`\s)]|\.node['"`]|\.wasm\b|\bnode-gyp-build\b|\brequire\(\s*['"]bindings['"]\s*\)/;
+const UNBUNDLABLE = /\b__dirname\b|\b__filename\b|\brequire\.resolve\b|\brequire\(\s*[^'"`\s)]|\bimport\(\s*[^'"`\s)]|\.node['"`]|\.wasm\b|\bnode-gyp-build\b|\brequire\(\s*['"]bindings['"]\s*\)/;
 
 /** A dynamic import of a name computed at run time (not a quoted one). */
 const COMPUTED_IMPORT = /\bimport\(\s*[^'"`\s)]/;
@@ -174,7 +174,7 @@ const SCRIPT_TAIL = '\n})';
 
 /** What a compiled agent's manifest records (see compileAgent). */
 interface Manifest {
-  version: 4;
+  version: 6;
   key: string;
   file: string;
   packages: string[];
@@ -208,7 +208,7 @@ function stored(path: string, key: string): CompiledAgent | undefined {
   } catch {
     return undefined;
   }
-  if (manifest.version !== 4 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
+  if (manifest.version !== 6 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
   for (const [file, size, mtime] of manifest.inputs) {
     const now = stamp(file);
     if (now === null || now[0] !== size || now[1] !== mtime) return undefined;
@@ -242,7 +242,7 @@ function store(path: string, key: string, { compiled, inputs, map, shifts }: Bui
     const st = stamp(file);
     return st ? [[file, st[0], st[1]]] : [];
   });
-  const manifest: Manifest = { version: 4, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamped };
+  const manifest: Manifest = { version: 6, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamped };
   try {
     writeAtomically(`${compiled.file}.map`, JSON.stringify(map));
     const target = manifestFile(path);
@@ -273,6 +273,8 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
   const META = metaNames(key);
   /** One of the agent's own files imports a name it computes (see scriptProblem). */
   let computesImports = false;
+  /** Modules loaded so far (each one's marks are numbered). */
+  let modules = 0;
   const readable = readableFor(path);
   /** The package a file of node_modules belongs to, or null for the agent's own files. */
   const packageOf = (file: string): string | null => (file.includes(`${sep}node_modules${sep}`) ? packageFolder(file) : null);
@@ -286,6 +288,7 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
       outfile: join(dir, 'agent.mjs'),
       sourcemap: 'external',
       sourcesContent: false,
+      minifyWhitespace: true,
       format,
       platform: 'node',
       target: `node${process.versions.node.split('.')[0]}`,
@@ -323,6 +326,7 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
             // Every module bundled in gets its own values, in front of its first line (after a
             // shebang), so no line moves; esbuild keeps the names of different modules apart and
             // drops the ones a module does not use. (A module of another kind holds no code.)
+            // And marks where its code starts and ends (see eagerFactories).
             b.onLoad({ filter: /\.[cm]?[jt]sx?$/, namespace: 'file' }, (args) => {
               const loader = LOADERS[extname(args.path)];
               if (!loader) return undefined;
@@ -332,8 +336,10 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
               if (owner === null && COMPUTED_IMPORT.test(source)) computesImports = true;
               const meta = `const ${META.url} = ${JSON.stringify(pathToFileURL(args.path).href)}, ${META.filename} = ${JSON.stringify(args.path)}, ${META.dirname} = ${JSON.stringify(dirname(args.path))};`;
               const shebang = source.startsWith('#!') ? source.slice(0, source.indexOf('\n') + 1) : '';
-              shifts.set(args.path, { line: shebang === '' ? 0 : 1, chars: meta.length });
-              return { contents: `${shebang}${meta}${source.slice(shebang.length)}`, loader };
+              const id = modules++;
+              const start = `0[${JSON.stringify(META.start + id)}];`;
+              shifts.set(args.path, { line: shebang === '' ? 0 : 1, chars: start.length + meta.length });
+              return { contents: `${shebang}${start}${meta}${source.slice(shebang.length)}\n;0[${JSON.stringify(META.end + id)}];`, loader };
             });
           },
         },
@@ -376,9 +382,8 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
   const outputs = result.outputFiles ?? [];
   let code = outputs.find((o) => !o.path.endsWith('.map'))?.text.replace(/\n\/\/# sourceMappingURL=\S*\s*$/, '\n') ?? '';
 
-  // A package left unbundled is imported as Node's `import` would: its `module.exports` is the
-  // default export, __esModule or not (esbuild's node mode, which it applies only to .mjs importers).
-  if (format === 'cjs') code = code.replace(/__toESM\((require\("\/[^"\n]*"\))\)/g, '__toESM($1, 1)');
+  code = nodeDefaults(code, META);
+  code = unmarked(format === 'cjs' ? eagerFactories(code, META) : code, META);
   const map = JSON.parse(outputs.find((o) => o.path.endsWith('.map'))?.text ?? JSON.stringify(EMPTY_MAP)) as SourceMapPayload;
   // esbuild writes the sources as URLs relative to the output (é and # percent-encoded).
   map.sources = map.sources.map((source) => fileURLToPath(new URL(source, pathToFileURL(`${dir}${sep}`))));
@@ -388,6 +393,64 @@ async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<str
   if (format === 'cjs') writeCodeCache(file, code);
   const inputs = Object.keys(result.metafile?.inputs ?? {}).map((input) => resolve(input));
   return { compiled: { file, script: format === 'cjs', packages: [...packages], stacks: new StackMapper(file, map, shifts) }, found: unsafe, inputs, map, shifts };
+}
+
+/**
+ * A CommonJS module imported by ES module code, bundled in or left an import, is imported as
+ * Node's `import` would: its `module.exports` is the default export, `__esModule` or not. esbuild
+ * does so (its "node mode") only for importers Node would load as ES modules by their extension or
+ * package `type`; an agent's own TypeScript in a folder of no `type` would get `exports.default`.
+ * So esbuild's helper that every such import goes through (in front of the first module's code)
+ * always takes node mode, edited in place: the text keeps its length, and the source map its
+ * positions. (A changed helper, in another esbuild, fails the tests of default imports.)
+ */
+function nodeDefaults(code: string, marks: { start: string }): string {
+  const helper = /var __toESM=\(mod,isNodeMode,target\)=>\(target=mod!=null\?__create\(__getProtoOf\(mod\)\):\{\},__copyProps\(isNodeMode\|\|/.exec(code);
+  const firstModule = code.indexOf(`0["${marks.start}`);
+  if (helper === null || (firstModule >= 0 && helper.index > firstModule)) return code;
+  // `isNodeMode||` becomes `!0        ||`.
+  const from = helper.index + helper[0].length - 'isNodeMode||'.length;
+  return `${code.slice(0, from)}${'!0'.padEnd('isNodeMode'.length, ' ')}${code.slice(from + 'isNodeMode'.length)}`;
+}
+
+/**
+ * esbuild wraps each CommonJS module it bundles (and each ES module something requires) in a
+ * function, which V8 compiles lazily: the code cache the host makes by compiling the script (never
+ * running it) would not hold them, and every worker would compile the code of each such module as
+ * it loads. V8 compiles a function expression in parentheses with the code around it, so each
+ * wrapper, `"path"(exports, module) {...}` in the object esbuild gives `__commonJS` or `__esm`,
+ * becomes `"path": (function (exports, module) {...})`: the same function (only esbuild's code
+ * calls it), now in the code cache. The marks put around each module's code (silo-import-meta)
+ * say where a wrapper's code starts and ends without parsing the bundle: a wrapper whose marks are
+ * not exactly where they should be is left as it is. Each edit keeps the text's length, so every
+ * position of the source map stays right.
+ */
+function eagerFactories(code: string, marks: { start: string; end: string }): string {
+  const header = new RegExp(`(?<=(?:__commonJS|__esm)\\(\\{)("(?:[^"\\\\\\n]|\\\\.)*")\\(([\\w$,]*)\\)\\{0\\["${marks.start}(\\d+)"\\];`, 'g');
+  const parts: string[] = [];
+  let at = 0;
+  for (const m of code.matchAll(header)) {
+    const [whole, name, params, id] = m as unknown as [string, string, string, string];
+    const from = m.index!;
+    if (from < at) continue;
+    const end = `0[${JSON.stringify(marks.end + id)}]`;
+    const endAt = code.indexOf(end, from + whole.length);
+    // The wrapper's body ends right after its end mark: `}` (a `;` between), then esbuild's `})`.
+    const close = endAt < 0 ? null : /^;?\}\}\)/.exec(code.slice(endAt + end.length, endAt + end.length + 4));
+    if (close === null) continue;
+    const head = `${name}:(function(${params}){`;
+    const tail = code.slice(endAt, endAt + end.length + close[0].length - 2);
+    parts.push(code.slice(at, from), head.padEnd(whole.length, ' '), code.slice(from + whole.length, endAt), '})'.padStart(tail.length, ' '));
+    at = endAt + tail.length;
+  }
+  parts.push(code.slice(at));
+  return parts.join('');
+}
+
+/** The bundle without the marks eagerFactories did not take out (blanks of the same length). */
+function unmarked(code: string, marks: { start: string; end: string }): string {
+  const mark = new RegExp(`0\\["(?:${marks.start}|${marks.end})\\d+"\\]`, 'g');
+  return code.replace(mark, (text) => ' '.repeat(text.length));
 }
 
 function writeAtomically(file: string, data: string | Uint8Array): void {

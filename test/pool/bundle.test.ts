@@ -8,6 +8,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { codeCacheFile, compileAgent, prepareAgent } from '../../src/pool/compile.js';
 import { codeCacheTaken, loadScript } from '../../src/pool/script.js';
@@ -42,8 +43,16 @@ const PACKAGES = {
   addon: cjs('index.js', 'let addon = null;\ntry { addon = require("./build/native.node"); } catch { addon = null; }\nexports.answer = () => "addon:" + (addon === null);\n'),
   'with-wasm': esm('index.js', 'export const answer = () => "wasm:" + new URL("./lib.wasm", import.meta.url).pathname.endsWith("lib.wasm");\n'),
   dynamic: cjs('index.js', 'exports.answer = (name) => { try { return require(name); } catch { return "dynamic"; } };\n'),
-  // Compiled from ESM: Node's default import is module.exports, a bundle's would be exports.default.
+  // Compiled from ESM: Node's default import is module.exports, esbuild's would be exports.default
+  // for an importer it does not take for Node's ES module (a .ts file in a folder of no type).
   'es-module-flag': cjs('index.js', 'Object.defineProperty(exports, "__esModule", { value: true });\nexports.default = () => "flagged";\nexports.answer = () => "flag";\n'),
+  // The same, left an import (it finds a file next to its own).
+  'es-module-flag-dirname': cjs('index.js', 'Object.defineProperty(exports, "__esModule", { value: true });\nexports.default = () => "flagged";\nexports.answer = () => "flag:" + (typeof __dirname);\n'),
+  // CommonJS, which esbuild wraps in a function of its own; a comment that is not ASCII, in an
+  // expression (where esbuild keeps comments).
+  'cjs-plain': cjs('index.js', '"use strict";\nconst label = "cjs-plain-answer";\nexports.answer = () => (\n  // A comment \u2014 not ASCII.\n  label + ":" + "\u00e9"\n);\n'),
+  // An ES module package importing the flagged one by default.
+  'imports-flagged': { ...esm('index.js', 'import flagged from "es-module-flag";\nexport const answer = () => typeof flagged + ":" + flagged.answer();\n'), 'node_modules/es-module-flag/package.json': JSON.stringify({ name: 'es-module-flag', main: 'index.js' }), 'node_modules/es-module-flag/index.js': 'Object.defineProperty(exports, "__esModule", { value: true });\nexports.default = () => "flagged";\nexports.answer = () => "inner";\n' },
 };
 
 describe('bundling the packages of a compiled agent', () => {
@@ -56,7 +65,7 @@ describe('bundling the packages of a compiled agent', () => {
     expect(code).not.toMatch(/from\s+"[^"]*node_modules\/plain/);
   });
 
-  for (const pkg of ['uses-dirname', 'addon', 'with-wasm', 'dynamic', 'es-module-flag'] as const) {
+  for (const pkg of ['uses-dirname', 'addon', 'with-wasm', 'dynamic', 'es-module-flag-dirname'] as const) {
     it(`leaves ${pkg} an import of its own files, next to a plain package that is bundled`, async () => {
       const files: Record<string, string> = { ...PACKAGES[pkg] };
       if (pkg === 'addon') files['build/native.node'] = 'not really an addon';
@@ -114,15 +123,29 @@ describe('a compiled agent as a script with its code cache', () => {
   it("imports a CommonJS package left unbundled as Node's import does (module.exports is the default, __esModule or not)", async () => {
     const agent = agentWith(
       'script-flag',
-      { 'es-module-flag': PACKAGES['es-module-flag'] },
-      'import flagged from "es-module-flag";\nexport default () => typeof flagged + ":" + (flagged as unknown as { answer(): string }).answer();\n',
+      { 'es-module-flag-dirname': PACKAGES['es-module-flag-dirname'] },
+      'import flagged from "es-module-flag-dirname";\nexport default () => typeof flagged + ":" + (flagged as unknown as { answer(): string }).answer();\n',
     );
     const compiled = await compileAgent(agent);
     expect(compiled.script).toBe(true);
     expect(compiled.packages).toHaveLength(1);
-    const r = await runRollout({ task: task('bundle/script-flag', 'object:flag'), agent, outDir: join(home.dir, 'out'), isolation: 'thread' });
+    const r = await runRollout({ task: task('bundle/script-flag', 'object:flag:string'), agent, outDir: join(home.dir, 'out'), isolation: 'thread' });
     expect(r.error).toBeUndefined();
-    expect(r.output).toBe('object:flag');
+    expect(r.output).toBe('object:flag:string');
+  });
+
+  it("bundles a CommonJS package marked __esModule, imported as Node's import does, by the agent's own code and by an ES module package", async () => {
+    const agent = agentWith(
+      'bundled-flag',
+      { 'es-module-flag': PACKAGES['es-module-flag'], 'imports-flagged': PACKAGES['imports-flagged'] },
+      'import flagged from "es-module-flag";\nimport { answer } from "imports-flagged";\nexport default () => typeof flagged + ":" + (flagged as unknown as { answer(): string }).answer() + " " + answer();\n',
+    );
+    const compiled = await compileAgent(agent);
+    expect(compiled.script).toBe(true);
+    expect(compiled.packages).toEqual([]);
+    const r = await runRollout({ task: task('bundle/bundled-flag', 'object:flag object:inner'), agent, outDir: join(home.dir, 'out'), isolation: 'thread' });
+    expect(r.error).toBeUndefined();
+    expect(r.output).toBe('object:flag object:inner');
   });
 
   it('stays an ES module where a script could not stand for it: top-level await, import.meta.resolve, an ES module package left unbundled, a dynamic import', async () => {
@@ -141,6 +164,60 @@ describe('a compiled agent as a script with its code cache', () => {
     }
     const r = await runRollout({ task: task('bundle/esm-left', 'wasm:true'), agent: esmLeft, outDir: join(home.dir, 'out'), isolation: 'thread' });
     expect(r.output).toBe('wasm:true');
+  });
+});
+
+describe('the code cache of a compiled agent', () => {
+  /**
+   * Runs `source` (an ES module) in a fresh Node logging V8's function events: what V8 compiled,
+   * and when. The code cache a process makes is only taken by one whose V8 flags are the same, so
+   * both sides (the compile and the load) run this way.
+   */
+  const logged = (log: string, source: string): Promise<string> =>
+    new Promise((resolve, reject) =>
+      execFile(process.execPath, ['--log-function-events', `--logfile=${log}`, '--no-logfile-per-isolate', '--input-type=module', '-e', source], { timeout: 60_000 }, (err, stdout) =>
+        err ? reject(err) : resolve(stdout.trim()),
+      ),
+    );
+  const dist = (file: string): string => JSON.stringify(new URL(`../../dist/src/pool/${file}`, import.meta.url).href);
+
+  it('holds the functions esbuild wraps bundled CommonJS modules in: a worker loading the script does not compile them again', async () => {
+    const agent = agentWith('eager', { 'cjs-plain': PACKAGES['cjs-plain'] }, 'import { answer } from "cjs-plain";\nexport default () => answer();\n');
+    const log = join(home.dir, 'eager.log');
+    const file = await logged(log, `import { compileAgent } from ${dist('compile.js')};\nconsole.log((await compileAgent(${JSON.stringify(agent)})).file);`);
+    expect(file).toMatch(/\.cjs$/);
+    const taken = await logged(log, `import { loadScript, codeCacheTaken } from ${dist('script.js')};\nconst m = loadScript(${JSON.stringify(file)});\nif (m.default() !== "cjs-plain-answer:\u00e9") throw new Error("wrong answer");\nconsole.log(codeCacheTaken(${JSON.stringify(file)}));`);
+    expect(taken).toBe('true');
+    // V8's log: `function,<event>,<script>,<start>,<end>,...`; what it compiled as the script ran
+    // ("interpreter": bytecode made here, not taken from the cache).
+    const lines = readFileSync(log, 'utf8').split('\n');
+    const script = lines.filter((l) => l.startsWith('script-details,') && l.includes(file)).at(-1)!.split(',')[1];
+    const compiledHere = lines.filter((l) => l.startsWith(`function,interpreter,${script},`)).map((l) => l.split(',').slice(3, 5).map(Number) as [number, number]);
+    // The package's module code ran (its answer came back), inside esbuild's wrapper function:
+    // no function compiled at load holds it.
+    const at = readFileSync(file, 'utf8').indexOf('"cjs-plain-answer"');
+    expect(at).toBeGreaterThan(0);
+    expect(compiledHere.filter(([start, end]) => start <= at && at < end)).toEqual([]);
+  });
+
+  it('is made from plain ASCII text without comments (V8 keeps it as one byte a character)', async () => {
+    const agent = agentWith('ascii', { 'cjs-plain': PACKAGES['cjs-plain'] }, '// An agent \u2014 its own comment.\nimport { answer } from "cjs-plain";\nexport default () => answer() + "\u2713";\n');
+    const compiled = await compileAgent(agent);
+    const code = readFileSync(compiled.file, 'utf8');
+    expect([...code].every((c) => c.charCodeAt(0) < 0x80)).toBe(true);
+    expect(code).not.toContain('A comment');
+    expect((loadScript(compiled.file) as { default: () => string }).default()).toBe('cjs-plain-answer:\u00e9\u2713');
+  });
+
+  it("bundles all of the heavy fixture agent's packages (the MCP SDK's client, zod, ajv), leaving no marks of the compiler in it", async () => {
+    const compiled = await compileAgent(fileURLToPath(new URL('../../fixtures/agents/heavy-sdk.ts', import.meta.url)));
+    expect(compiled.script).toBe(true);
+    expect(compiled.packages).toEqual([]);
+    const code = readFileSync(compiled.file, 'utf8');
+    expect(code).not.toMatch(/__silo(Start|End)_/);
+    // Every CommonJS module of it is in a function V8 compiles ahead (JSON modules aside).
+    expect(code).toMatch(/__commonJS\(\{"[^"]*node_modules\/ajv\/dist\/ajv\.js":\(function\(/);
+    expect((code.match(/__commonJS\(\{"[^"]*"\(/g) ?? []).filter((header) => !header.includes('.json"'))).toEqual([]);
   });
 });
 

@@ -4,7 +4,7 @@
  * source positions, a first line lengthened by import.meta values keeps its columns, and text
  * that does not quote the compiled module is left alone.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -89,6 +89,41 @@ describe('StackMapper', () => {
     // A generous bound: a query pattern that scanned on to the end of the text from every match
     // took minutes here; the bounded one takes milliseconds.
     expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  it('maps frames in a bundled CommonJS package, whose module function the compiler made a parenthesised one, and the line it throws on as it loads', async () => {
+    const dir = join(home.dir, 'cjs');
+    const pkg = join(dir, 'node_modules', 'thrower');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'thrower', main: 'index.js' }));
+    writeFileSync(
+      join(pkg, 'index.js'),
+      ['"use strict";', 'function fail() {', "  throw new Error('cjs bottom');", '}', 'exports.boom = function boom() {', '  return fail();', '};', ''].join('\n'),
+    );
+    // Required when the agent runs: the module's own code throws as it loads.
+    writeFileSync(join(pkg, 'loads.js'), ['"use strict";', 'const n = 1;', "if (n) throw new Error('at load');", ''].join('\n'));
+    writeFileSync(
+      join(dir, 'agent.ts'),
+      [
+        "import { boom } from 'thrower';",
+        'declare const require: (id: string) => unknown;',
+        'export default function agent(): unknown {',
+        "  try { return boom(); } catch (err) { return [err, (() => { try { return require('thrower/loads.js'); } catch (e) { return e; } })()]; }",
+        '}',
+        '',
+      ].join('\n'),
+    );
+    const compiled = await compileAgent(join(dir, 'agent.ts'));
+    expect(compiled.script).toBe(true);
+    expect(readFileSync(compiled.file, 'utf8')).toMatch(/node_modules\/thrower\/index\.js":\(function\(/);
+    const [inCall, atLoad] = (loadScript(compiled.file) as { default: () => [Error, Error] }).default();
+    const mapped = compiled.stacks.map(inCall!.stack!);
+    // The error is made on line 3, column 9; the call of fail() on line 6, column 10.
+    expect(mapped).toContain(`${join(pkg, 'index.js')}:3:9`);
+    expect(mapped).toContain(`${join(pkg, 'index.js')}:6:10`);
+    expect(compiled.stacks.map(atLoad!.stack!)).toContain(`${join(pkg, 'loads.js')}:3:14`);
+    // The agent's own call, after its import of the package on the same line of the compiled module.
+    expect(mapped).toContain(`${join(dir, 'agent.ts')}:4:16`);
   });
 
   it('names source files whose paths have characters a URL encodes (é, #, %, spaces)', async () => {
