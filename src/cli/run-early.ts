@@ -54,7 +54,8 @@ interface Early {
   guess: RunGuess;
   pool: AgentRunner;
   prepared: PreparedAgents;
-  taken: boolean;
+  /** Whether a command took it (or ended it), and what it had to say before (a weaker confinement). */
+  state: { taken: boolean; said: string[] };
 }
 
 let early: Early | undefined;
@@ -67,18 +68,26 @@ export async function startEarlyRun(args: readonly string[]): Promise<void> {
   const guess = guessRun(args);
   if (guess === null || early !== undefined) return;
   const [{ SandboxPool }, { PreparedAgents }] = await Promise.all([import('../sandbox/pool.js'), import('../pool/compile.js')]);
+  const state = { taken: false, said: [] as string[] };
+  // Held until a command takes the sandbox (a usage error is not preceded by a word on the
+  // sandbox), then said once each, as the sandbox says it otherwise.
+  const warn = (message: string): void => {
+    if (state.said.includes(message)) return;
+    state.said.push(message);
+    if (state.taken) process.stderr.write(`silo: ${message}\n`);
+  };
   let pool: AgentRunner;
   try {
     // The options runCommand gives createRunner for --isolation process (one rollout at a time).
-    pool = new SandboxPool({ maxThreads: 1, minThreads: 1, ...(guess.noNetwork ? { noNetwork: true } : {}) });
+    pool = new SandboxPool({ maxThreads: 1, minThreads: 1, warn, ...(guess.noNetwork ? { noNetwork: true } : {}) });
   } catch {
     return; // (a bad SILO_SANDBOX) the command says what is wrong
   }
-  const entry: Early = { guess, pool, prepared: new PreparedAgents(), taken: false };
+  const entry: Early = { guess, pool, prepared: new PreparedAgents(), state };
   early = entry;
   atShutdown(async () => {
     if (early === entry) early = undefined;
-    if (!entry.taken) await pool.destroy();
+    if (!state.taken) await pool.destroy();
   });
   // A plain JavaScript agent is prepared at once, and its sandbox spawned before this resolves; one
   // that is compiled starts its sandbox when compiled. A failure is the command's to report.
@@ -96,9 +105,10 @@ export async function startEarlyRun(args: readonly string[]): Promise<void> {
 export async function takeEarlyRun(want: { agentFile: string | undefined; isolation: string; noNetwork: boolean }): Promise<{ pool: AgentRunner; prepared: PreparedAgents } | undefined> {
   const entry = early;
   early = undefined;
-  if (!entry || entry.taken) return undefined;
-  entry.taken = true;
+  if (!entry || entry.state.taken) return undefined;
+  entry.state.taken = true;
   if (want.isolation === 'process' && want.agentFile === entry.guess.agentFile && want.noNetwork === entry.guess.noNetwork) {
+    for (const message of entry.state.said) process.stderr.write(`silo: ${message}\n`);
     return { pool: entry.pool, prepared: entry.prepared };
   }
   await entry.pool.destroy();

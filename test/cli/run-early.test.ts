@@ -10,6 +10,7 @@ import { main } from '../../src/cli/main.js';
 import { guessRun, startEarlyRun, takeEarlyRun } from '../../src/cli/run-early.js';
 import { shutdown } from '../../src/shutdown.js';
 import { tempDir } from '../helpers.js';
+import { runSilo } from './silo.js';
 
 const AGENT = 'fixtures/agents/bench-caller.mjs';
 const TASKS = 'fixtures/bench/tasks.mjs';
@@ -79,6 +80,22 @@ describe('the sandbox started early', () => {
         process.stderr.write = stderr;
       }
       expect(await settle(before)).toEqual(before);
+    } finally {
+      out.remove();
+    }
+  });
+
+  it('says what it has to say of the sandbox only for a command that takes it, once', async () => {
+    const out = tempDir('silo-early-said-');
+    try {
+      // (SILO_SANDBOX=process: the sandbox runs without namespaces, and says so)
+      const usage = await runSilo(['run', TASKS, '--agent', AGENT, '--max-turns', '0', '--out', out.dir], { SILO_SANDBOX: 'process' });
+      expect(usage.code).toBe(2);
+      expect(usage.stderr).not.toMatch(/namespaces/);
+      expect(usage.stderr.trim().split('\n')).toHaveLength(1);
+      const ran = await runSilo(['run', TASKS, '-t', 'bench/calls-0', '--agent', AGENT, '--out', out.dir], { SILO_SANDBOX: 'process' });
+      expect(ran.code).toBe(0);
+      expect(ran.stderr.match(/Linux namespaces are not available here \(turned off\)/g)).toHaveLength(1);
     } finally {
       out.remove();
     }
