@@ -1,5 +1,8 @@
 #!/usr/bin/env node
-import { main } from './main.js';
+// `silo run`'s sandbox is started first, before commander and the rest of the CLI load (they load
+// while it boots; see run-early.ts): main.js is imported after it, not ahead as a static import.
+if (process.argv[2] === 'run') await (await import('./run-early.js')).startEarlyRun(process.argv.slice(3));
+const { main } = await import('./main.js');
 
 // `silo ls | head` closes the pipe early: that is the reader's choice, not an error.
 for (const stream of [process.stdout, process.stderr]) {
