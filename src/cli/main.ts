@@ -53,6 +53,8 @@ export async function main(argv: string[]): Promise<number> {
   // Commands set process.exitCode; left unset, a hang that empties the event loop shows as 13.
   process.exitCode = undefined;
   try {
+    // `silo run`'s sandbox boots while commander and the command load (run-early.ts).
+    if (argv[0] === 'run') await (await import('./run-early.js')).startEarlyRun(argv.slice(1));
     await (await createProgram(argv)).parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {

@@ -92,15 +92,22 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
   if (flags.user !== undefined && flags.solo) throw new SiloError('SILO_USAGE', '--user and --solo contradict each other: --user has a model play the user, --solo runs without one; drop one');
   // The sandbox starts first, on the other core, while this process imports what a run needs and
   // loads the task file: the agent is prepared (its worker's read permissions, which decide the
-  // sandbox's mounts; a TypeScript agent compiled) and its sandbox started at once. One rollout at
-  // a time: one worker kept ready in the sandbox, for the next task's rollout.
-  const [{ createRunner }, { PreparedAgents }, { agentEnv }] = await Promise.all([import('../pool/runners.js'), import('../pool/compile.js'), import('../agents/builtin.js')]);
-  const pool = createRunner(flags.isolation, { noNetwork: !flags.network, maxThreads: 1, minThreads: 1 });
-  const prepared = new PreparedAgents();
+  // sandbox's mounts; a TypeScript agent compiled) and its sandbox started at once; usually it was,
+  // before commander parsed the flags (run-early.ts), and is taken when it is the one they ask for.
+  // One rollout at a time: one worker kept ready in the sandbox, for the next task's rollout.
   const agentFile = /^(openai|anthropic):/.test(agent) ? undefined : resolve(agent);
+  const [{ takeEarlyRun }, { createRunner }, { PreparedAgents }, { agentEnv }] = await Promise.all([
+    import('./run-early.js'),
+    import('../pool/runners.js'),
+    import('../pool/compile.js'),
+    import('../agents/builtin.js'),
+  ]);
   // Its first worker too, with the heap and environment the rollouts will give it (a task with a
   // heap limit of its own starts another).
   const worker = { memoryMb: flags.memory ?? DEFAULT_LIMITS.memoryMb, env: agentEnv(agent, flags.env ?? [], process.env) };
+  const early = await takeEarlyRun({ agentFile, isolation: flags.isolation, noNetwork: !flags.network });
+  const pool = early?.pool ?? createRunner(flags.isolation, { noNetwork: !flags.network, maxThreads: 1, minThreads: 1 });
+  const prepared = early?.prepared ?? new PreparedAgents();
   if (agentFile !== undefined && existsSync(agentFile)) prepared.get(agentFile).then((p) => pool.warm?.(p.readable, worker), () => {});
   try {
     return await runTasks(taskFile, flags, agent, pool, prepared, worker);

@@ -65,7 +65,14 @@ describe('the module graph of a command', () => {
     expect(g.packages.filter((p) => [...HEAVY, 'piscina'].includes(p))).toEqual([]);
     expect(within(g.silo, [...OTHERS, 'src/eval/run-eval', 'src/eval/store'])).toEqual([]);
     // Nor the other commands' definitions.
-    expect(g.silo.filter((m) => m.startsWith('src/cli/') && !['src/cli/bin', 'src/cli/main', 'src/cli/run', 'src/cli/run-line', 'src/cli/options', 'src/cli/signals'].includes(m))).toEqual([]);
+    expect(g.silo.filter((m) => m.startsWith('src/cli/') && !['src/cli/bin', 'src/cli/main', 'src/cli/run', 'src/cli/run-early', 'src/cli/run-line', 'src/cli/options', 'src/cli/signals'].includes(m))).toEqual([]);
+  });
+
+  it('silo run --help starts no sandbox: it loads nothing of the rollout, the sandbox or the agent compiler', async () => {
+    const g = await graph(['run', 'fixtures/bench/tasks.mjs', '--agent', 'fixtures/agents/bench-caller.mjs', '--help']);
+    expect(g.code).toBe(0);
+    expect(g.packages).toEqual(['commander']);
+    expect(within(g.silo, [...ROLLOUT, ...OTHERS])).toEqual([]);
   });
 
   it('silo eval loads no queue without --queue, no report writer without --report, no SDK and no MCP', async () => {

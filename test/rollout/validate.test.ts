@@ -167,6 +167,21 @@ describe('compileTool', () => {
     }
   });
 
+  it('checks a schema with the saved meta-schema validator: ajv never compiles the meta-schema', () => {
+    const validateSchema = vi.spyOn(Ajv.prototype, 'validateSchema');
+    const compile = vi.spyOn(Ajv.prototype, 'compile');
+    try {
+      compileTool(tool('checked', { type: 'object', properties: { n: { type: 'number' } } }), 'e');
+      expect(() => compileTool(tool('unchecked', { type: 'objekt' }), 'e')).toThrow(/inputSchema.type is 'objekt'/);
+      expect(validateSchema).not.toHaveBeenCalled();
+      // The tool's own schema only (once: the broken one never reaches ajv).
+      expect(compile.mock.calls.map(([schema]) => schema)).toEqual([expect.objectContaining({ properties: { n: { type: 'number' } } })]);
+    } finally {
+      validateSchema.mockRestore();
+      compile.mockRestore();
+    }
+  });
+
   it('compiles the validator of a tool once, however often it validates', () => {
     const compile = vi.spyOn(Ajv.prototype, 'compile');
     try {

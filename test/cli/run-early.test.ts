@@ -1,0 +1,103 @@
+/**
+ * `silo run`'s sandbox started before commander parses the flags (src/cli/run-early.ts): the guess
+ * read from argv, and no sandbox left running by a command that does not take it (a usage error,
+ * a task file that does not load, a guess the flags contradict).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import { guessRun, startEarlyRun, takeEarlyRun } from '../../src/cli/run-early.js';
+import { shutdown } from '../../src/shutdown.js';
+import { tempDir } from '../helpers.js';
+import { runSilo } from './silo.js';
+
+const AGENT = 'fixtures/agents/bench-caller.mjs';
+const TASKS = 'fixtures/bench/tasks.mjs';
+
+/** This process's child processes (a sandbox is one: setpriv, bubblewrap or unshare's, or Node's). */
+function children(): string[] {
+  return readdirSync('/proc/self/task').flatMap((t) => readFileSync(`/proc/self/task/${t}/children`, 'utf8').trim().split(' ').filter(Boolean));
+}
+
+/** Waits for the children to be `expected` (a killed sandbox is reaped as its exit is seen). */
+async function settle(expected: string[]): Promise<string[]> {
+  for (let i = 0; i < 100 && children().join() !== expected.join(); i++) await new Promise((r) => setTimeout(r, 50));
+  return children();
+}
+
+describe('guessRun', () => {
+  const agentFile = resolve(AGENT);
+
+  it('reads the agent and --no-network in the forms commander takes plainly', () => {
+    expect(guessRun([TASKS, '--agent', AGENT])).toEqual({ agentFile, noNetwork: false });
+    expect(guessRun([TASKS, '-a', AGENT, '-t', 'x'])).toEqual({ agentFile, noNetwork: false });
+    expect(guessRun(['--agent=' + AGENT, TASKS, '--no-network', '--isolation', 'process'])).toEqual({ agentFile, noNetwork: true });
+    expect(guessRun([TASKS, '--agent', 'other.mjs', '--agent', AGENT])).toEqual({ agentFile, noNetwork: false });
+  });
+
+  it('guesses nothing where no sandbox will run or argv is not plain', () => {
+    expect(guessRun([TASKS, '--agent', AGENT, '--isolation', 'thread'])).toBeNull();
+    expect(guessRun([TASKS, '--agent', AGENT, '--isolation=thread'])).toBeNull();
+    expect(guessRun([TASKS, '--agent', AGENT, '--help'])).toBeNull();
+    expect(guessRun([TASKS, '-h'])).toBeNull();
+    expect(guessRun([TASKS, '--', '--agent', AGENT])).toBeNull();
+    expect(guessRun([TASKS])).toBeNull();
+    expect(guessRun([TASKS, '--agent', 'openai:gpt-4o-mini'])).toBeNull();
+    expect(guessRun([TASKS, '--agent', 'fixtures/agents/no-such-agent.mjs'])).toBeNull();
+    expect(guessRun([TASKS, '--agent', 'fixtures/agents'])).toBeNull();
+  });
+});
+
+describe('the sandbox started early', () => {
+  it('is started before the flags are parsed, and ended at shutdown when no command takes it', async () => {
+    const before = children();
+    await startEarlyRun([TASKS, '--agent', AGENT]);
+    expect(children().length).toBe(before.length + 1);
+    await shutdown();
+    expect(await settle(before)).toEqual(before);
+  });
+
+  it('is ended, not used, when the parsed flags ask for another one', async () => {
+    const before = children();
+    await startEarlyRun([TASKS, '--agent', AGENT]);
+    expect(children().length).toBe(before.length + 1);
+    expect(await takeEarlyRun({ agentFile: resolve(AGENT), isolation: 'process', noNetwork: true })).toBeUndefined();
+    expect(await settle(before)).toEqual(before);
+    await shutdown();
+  });
+
+  it('is left running by no command that fails: a usage error, a task file that does not load', async () => {
+    const out = tempDir('silo-early-');
+    try {
+      const before = children();
+      const stderr = process.stderr.write;
+      process.stderr.write = () => true;
+      try {
+        expect(await main(['run', TASKS, '--agent', AGENT, '--max-turns', '0', '--out', out.dir])).toBe(2);
+        expect(await main(['run', 'fixtures/bench/no-such-tasks.mjs', '--agent', AGENT, '--out', out.dir])).toBe(2);
+      } finally {
+        process.stderr.write = stderr;
+      }
+      expect(await settle(before)).toEqual(before);
+    } finally {
+      out.remove();
+    }
+  });
+
+  it('says what it has to say of the sandbox only for a command that takes it, once', async () => {
+    const out = tempDir('silo-early-said-');
+    try {
+      // (SILO_SANDBOX=process: the sandbox runs without namespaces, and says so)
+      const usage = await runSilo(['run', TASKS, '--agent', AGENT, '--max-turns', '0', '--out', out.dir], { SILO_SANDBOX: 'process' });
+      expect(usage.code).toBe(2);
+      expect(usage.stderr).not.toMatch(/namespaces/);
+      expect(usage.stderr.trim().split('\n')).toHaveLength(1);
+      const ran = await runSilo(['run', TASKS, '-t', 'bench/calls-0', '--agent', AGENT, '--out', out.dir], { SILO_SANDBOX: 'process' });
+      expect(ran.code).toBe(0);
+      expect(ran.stderr.match(/Linux namespaces are not available here \(turned off\)/g)).toHaveLength(1);
+    } finally {
+      out.remove();
+    }
+  });
+});
