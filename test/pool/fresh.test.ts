@@ -131,7 +131,7 @@ describe("an agent posting on its worker's parent port", () => {
     try {
       const world = testWorld();
       const agent = fileURLToPath(new URL('../../fixtures/agents/hostile/posts-parent-port.mjs', import.meta.url));
-      const result = await runRollout({ task: { ...world.task, options: { count: 20, chars: 1_000_000 } }, agent, outDir: home.dir, pool });
+      const result = await runRollout({ task: world.task, agent, agentOptions: { count: 20, chars: 1_000_000 }, outDir: home.dir, pool });
       expect(result.termination).toBe('returned');
       expect(JSON.parse(String(result.output))).toEqual({ posted: 40, failed: 0 });
       expect(received).toBe(0);
