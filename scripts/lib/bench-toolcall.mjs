@@ -136,6 +136,12 @@ async function silo(pool, task, out) {
   return period(times);
 }
 
+/**
+ * A pause before each measured round: a rollout's worker, once it has exited, is replaced in the
+ * background, and a thread booting on the same CPU would slow whichever round runs beside it.
+ */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+
 /** Measures both rows, `rounds` turns of each (the first round of each is not counted). */
 export async function benchToolCall({ rounds = 7, only } = {}) {
   const out = mkdtempSync(join(tmpdir(), 'silo-bench-toolcall-'));
@@ -147,7 +153,9 @@ export async function benchToolCall({ rounds = 7, only } = {}) {
       const bare = [];
       const mine = [];
       for (let i = 0; i <= rounds; i++) {
+        await settle();
         const b = await bareThread();
+        await settle();
         const s = await silo(pool, task, out);
         if (i === 0) continue;
         bare.push(b);
@@ -161,7 +169,9 @@ export async function benchToolCall({ rounds = 7, only } = {}) {
       const bare = [];
       const mine = [];
       for (let i = 0; i <= rounds; i++) {
+        await settle();
         const b = await bareProcess();
+        await settle();
         const s = await silo(pool, task, out);
         if (i === 0) continue;
         bare.push(b);

@@ -5,7 +5,7 @@
  * Each worker runs workers/agent.cjs as its main script, takes one task from its parent port and
  * ends (the worker runtime's `exitAfter`); a rollout is over, for this pool, when its worker has
  * exited, never on anything the worker says. Spares boot in the background so that the next
- * rollout finds a thread already started; taking one starts its replacement.
+ * rollout finds a thread already started; a task's thread is replaced once it has exited.
  *
  * Why not piscina here: a piscina worker loads piscina's own worker script and its handshake on
  * top of Silo's (~8–10 ms of a ~55 ms thread start on a 2-core VM, measured against a bare
@@ -86,11 +86,13 @@ export class FreshWorkers {
     };
     signal.addEventListener('abort', abort, { once: true });
     thread.worker.postMessage(task, [port]);
-    this.#topUp();
     try {
       return await thread.gone;
     } finally {
       signal.removeEventListener('abort', abort);
+      // Its replacement starts now, not while it runs: a thread booting beside a running agent
+      // takes the CPU from it (pinned to one CPU, a tool call took twice as long meanwhile).
+      this.#topUp();
     }
   }
 
