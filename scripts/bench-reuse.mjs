@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { loadTasks, runEval, runRollout } from '../dist/src/index.js';
 import { AgentPool, agentsPerReusedWorker } from '../dist/src/pool/pool.js';
+import { PreparedAgents } from '../dist/src/pool/compile.js';
 import { bareThreads } from './lib/bare-concurrency.mjs';
 
 const mode = process.argv[2] ?? 'both';
@@ -33,7 +34,9 @@ const cpuMs = () => {
 if (mode === 'seq' || mode === 'both') {
   const [trivial] = (await loadTasks(['fixtures/bench/tasks.mjs'])).filter((t) => t.task.id === 'bench/calls-0');
   const pool = new AgentPool({ maxThreads: 1, reuse: true });
-  const run = () => runRollout({ task: trivial.task, agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool, seed: 1 });
+  // As --reuse-workers runs them (and `npm run bench`): an eval prepares its agent once, not per rollout.
+  const preparedAgents = new PreparedAgents();
+  const run = () => runRollout({ task: trivial.task, agent: 'fixtures/agents/bench-caller.mjs', outDir: out, pool, seed: 1, preparedAgents });
   for (let i = 0; i < 10; i++) await run();
   const samples = [];
   const c0 = cpuMs();
