@@ -8,6 +8,8 @@
 //          their workers took them, and when they finished (read back from the runs)
 // Arguments: [seq|eval|both] [rollouts for seq, default 300]. OUT=dir puts the artifacts there
 // (the file system matters: creating files is most of a rollout's host work on a slow disk).
+// KEEP=1 leaves them: on ext4 without a journal, thousands of files just deleted make the next
+// run's files slower to create (the allocator skips inodes freed in the last seconds).
 // Benchmarks print numbers; tests never assert timings.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -88,4 +90,4 @@ if (mode === 'eval' || mode === 'both') {
   console.log(`eval   256 rollouts · wall ${wall.toFixed(0)} ms (ideal 1000; the same agents in bare threads, a fresh module instance each: ${bare.toFixed(0)} ms) · this process's CPU ${(cpu / 256).toFixed(2)} ms per rollout`);
   console.log(`       rollouts started at ${quantiles(starts)} ms · their agents at ${quantiles(agentStarts)} ms · finished at ${quantiles(ends)} ms (min / p50 / p90 / max)`);
 }
-rmSync(out, { recursive: true, force: true });
+if (!process.env.KEEP) rmSync(out, { recursive: true, force: true });
