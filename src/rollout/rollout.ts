@@ -2,7 +2,7 @@
  * One rollout: the nine steps, in order. Each step lives in its own file of this folder; this
  * one only calls them and records what happened. Whatever goes wrong, every artifact is written.
  */
-import { existsSync, statSync } from 'node:fs';
+import { statSync, type Stats } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { dirname, join, resolve } from 'node:path';
 import { randomInt } from 'node:crypto';
@@ -396,10 +396,17 @@ function checkEnv(env: Record<string, string> = {}): Record<string, string> {
 
 function resolveAgentFile(agent: string): string {
   const path = resolve(agent);
-  if (!existsSync(path)) {
+  // One stat (not an existence check and a stat): this runs for every rollout.
+  let stats: Stats | undefined;
+  try {
+    stats = statSync(path, { throwIfNoEntry: false });
+  } catch {
+    // (not reachable, as existsSync says of it)
+  }
+  if (stats === undefined) {
     throw new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${path}; pass the path of a module that default-exports the agent function`);
   }
-  if (!statSync(path).isFile()) {
+  if (!stats.isFile()) {
     throw new SiloError('SILO_AGENT_NOT_FOUND', `${path} is a directory; pass the agent's module file`);
   }
   return path;
