@@ -85,9 +85,18 @@ export class FreshWorkers {
       void thread.worker.terminate();
     };
     signal.addEventListener('abort', abort, { once: true });
-    thread.worker.postMessage(task, [port]);
+    let unposted: unknown;
     try {
-      return await thread.gone;
+      thread.worker.postMessage(task, [port]);
+    } catch (err) {
+      // (a task structured clone refuses) its thread would wait for it for ever
+      unposted = err;
+      void thread.worker.terminate();
+    }
+    try {
+      const exit = await thread.gone;
+      if (unposted === undefined) return exit;
+      return { kind: 'exited', message: `the task could not be posted to its worker: ${unposted instanceof Error ? unposted.message : String(unposted)}` };
     } finally {
       signal.removeEventListener('abort', abort);
       // Its replacement starts now, not while it runs: a thread booting beside a running agent
@@ -133,15 +142,14 @@ export class FreshWorkers {
     });
     let error: unknown;
     worker.on('error', (err) => (error ??= err));
-    const thread: Thread = { worker, aborted: false, gone: undefined as unknown as Promise<FreshExit> };
-    thread.gone = new Promise<FreshExit>((resolve) => {
-      worker.once('exit', (code) => {
-        this.#threads.delete(thread);
-        const spare = this.#spares.indexOf(thread);
-        if (spare >= 0) this.#spares.splice(spare, 1);
-        this.#waiting.shift()?.();
-        resolve(exitOf(code, error, thread.aborted));
-      });
+    let exited!: (exit: FreshExit) => void;
+    const thread: Thread = { worker, aborted: false, gone: new Promise<FreshExit>((resolve) => (exited = resolve)) };
+    worker.once('exit', (code) => {
+      this.#threads.delete(thread);
+      const spare = this.#spares.indexOf(thread);
+      if (spare >= 0) this.#spares.splice(spare, 1);
+      this.#waiting.shift()?.();
+      exited(exitOf(code, error, thread.aborted));
     });
     this.#threads.add(thread);
     return thread;

@@ -152,7 +152,7 @@ export class AgentPool implements AgentRunner {
    * `process.env` and permissions are fixed when it starts).
    */
   readonly #pools = new Map<string, Piscina>();
-  readonly #fresh_ = new Map<string, FreshWorkers>();
+  readonly #freshPools = new Map<string, FreshWorkers>();
   readonly #options: Required<AgentPoolOptions>;
   /** Agents one worker runs at once: 1, or several when workers are reused. */
   readonly #perWorker: number;
@@ -192,13 +192,7 @@ export class AgentPool implements AgentRunner {
     if (!(link instanceof PortLink)) throw new Error('a thread pool runs rollouts on links it made (AgentPool.link())');
     const port = link.workerPort;
     const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
-    if (!this.#options.reuse) {
-      try {
-        return { ...(await this.#fresh(memoryMb, env, readable).run(message, port, terminate)), isolation: 'thread' };
-      } catch (err) {
-        return { kind: 'exited', message: `the worker could not start: ${err instanceof Error ? err.message : String(err)}`, isolation: 'thread' };
-      }
-    }
+    if (!this.#options.reuse) return { ...(await this.#fresh(memoryMb, env, readable).run(message, port, terminate)), isolation: 'thread' };
     const Pool = await loadPiscina();
     try {
       await this.#pool(Pool, memoryMb, env, readable).run(message, { transferList: [port], signal: terminate });
@@ -219,14 +213,7 @@ export class AgentPool implements AgentRunner {
    */
   warm(readable: readonly string[] = [], worker?: WarmWorkers): void {
     if (!worker || this.#destroyed) return;
-    if (!this.#options.reuse) {
-      try {
-        this.#fresh(worker.memoryMb, worker.env, readable).warm();
-      } catch {
-        // the first rollout says why
-      }
-      return;
-    }
+    if (!this.#options.reuse) return this.#fresh(worker.memoryMb, worker.env, readable).warm();
     void loadPiscina().then(
       // (not after destroy(): the threads would outlive the pool)
       (Pool) => this.#destroyed || this.#pool(Pool, worker.memoryMb, worker.env, readable),
@@ -237,16 +224,16 @@ export class AgentPool implements AgentRunner {
   /** Stops every worker. */
   async destroy(): Promise<void> {
     this.#destroyed = true;
-    const pools = [...this.#pools.values(), ...this.#fresh_.values()];
+    const pools = [...this.#pools.values(), ...this.#freshPools.values()];
     this.#pools.clear();
-    this.#fresh_.clear();
+    this.#freshPools.clear();
     await Promise.all(pools.map((p) => p.destroy()));
   }
 
   /** The single-use threads for workers of this heap, environment and read access (made on first use). */
   #fresh(memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): FreshWorkers {
     const key = poolKey(memoryMb, env, readable);
-    let pool = this.#fresh_.get(key);
+    let pool = this.#freshPools.get(key);
     if (!pool) {
       pool = new FreshWorkers({
         filename: WORKER_ENTRY,
@@ -257,11 +244,12 @@ export class AgentPool implements AgentRunner {
         execArgv: permissionArgs(readable),
         memoryMb,
       });
-      this.#fresh_.set(key, pool);
+      this.#freshPools.set(key, pool);
     }
     return pool;
   }
 
+  /** The reused workers for workers of this heap, environment and read access (made on first use). */
   #pool(Pool: typeof Piscina, memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): Piscina {
     const key = poolKey(memoryMb, env, readable);
     let pool = this.#pools.get(key);
@@ -270,9 +258,8 @@ export class AgentPool implements AgentRunner {
         filename: WORKER_ENTRY,
         minThreads: this.#options.minThreads,
         maxThreads: this.#options.maxThreads,
-        // One rollout per single-use worker, and its event loop stays free for its port.
         concurrentTasksPerWorker: this.#perWorker,
-        ...(this.#options.reuse ? { loadBalancer: sharingBalancer(this.#perWorker) } : {}),
+        loadBalancer: sharingBalancer(this.#perWorker),
         atomics: 'disabled',
         // A copy: the worker's whole environment is exactly these variables.
         env: { ...env },

@@ -96,6 +96,18 @@ describe('FreshWorkers', () => {
     for (const t of [...running, queued, dropped]) t.host.close();
   }, 30_000);
 
+  it('ends the thread of a task it cannot post, and the next task gets a thread', async () => {
+    const pool = make({ spares: 0, max: 1 });
+    const { port1, port2 } = new MessageChannel();
+    const exit = await pool.run({ port: port2, then: () => 'not cloneable' }, port2, new AbortController().signal);
+    expect(exit.kind).toBe('exited');
+    expect(exit.message).toMatch(/^the task could not be posted to its worker: /);
+    port1.close();
+    const next = task(pool, 'exit');
+    expect(await next.exit).toMatchObject({ kind: 'exited' });
+    next.host.close();
+  });
+
   it('ends running threads and waiting tasks when destroyed', async () => {
     const pool = make({ spares: 1, max: 1 });
     const running = task(pool, 'wait');
