@@ -73,7 +73,7 @@ export function localRunner(context: RunnerContext, pool: AgentRunner, slots: nu
   // would only be waited for.)
   if (!parseBuiltinAgent(record.agent) && context.rollouts !== 0) {
     const worker = { memoryMb: record.limits?.memoryMb ?? DEFAULT_LIMITS.memoryMb, env: { ...env } };
-    preparedAgents.get(resolve(record.agent)).then(
+    preparedAgents.get(resolve(record.agent), { reused: pool.reusesWorkers === true }).then(
       (prepared) => pool.warm?.(prepared.readable, worker),
       () => {},
     );

@@ -569,16 +569,29 @@ export interface PreparedAgent {
   mapStack: (text: string) => string;
 }
 
+/** How an agent is prepared. */
+export interface PrepareOptions {
+  /**
+   * Its workers are reused (`--reuse-workers`): each rollout runs a fresh instance of the agent in
+   * a thread that ran others. Every JavaScript agent that is an ES module is then compiled too, so
+   * that a fresh instance is the compiled script run again (microseconds), not a new ES module
+   * instance (resolved, read, compiled and linked again, ~0.5 ms, and kept by the thread's module
+   * loader until the thread ends: a reused worker's memory grew with every rollout).
+   */
+  reused?: boolean;
+}
+
 /** Compiles a TypeScript agent and works out its worker's read permissions. */
-export async function prepareAgent(agentPath: string): Promise<PreparedAgent> {
+export async function prepareAgent(agentPath: string, { reused = false }: PrepareOptions = {}): Promise<PreparedAgent> {
   refuseEscapingLinks(dirname(agentPath));
   const asIs = (): PreparedAgent => ({ modulePath: agentPath, readable: readableFor(agentPath), mapStack: (text) => text });
   let compiled: CompiledAgent;
   if (isTypeScript(agentPath)) compiled = await compileAgent(agentPath);
-  else if (!importsPackages(agentPath)) return asIs();
+  else if (!(reused ? isEsModule(agentPath) : importsPackages(agentPath))) return asIs();
   else {
     // A JavaScript agent that imports packages is compiled for the same reason (one file, a code
-    // cache); one the compiler cannot take runs as written (its worker's permissions are the same).
+    // cache), and so is every ES module agent whose workers are reused (see PrepareOptions); one
+    // the compiler cannot take runs as written (its worker's permissions are the same).
     try {
       compiled = await compileAgent(agentPath);
     } catch {
@@ -602,7 +615,7 @@ const IMPORT_SCAN_BYTES = 1 << 20;
  * files. A CommonJS agent runs as written (its `__dirname` is its own folder's).
  */
 function importsPackages(agentPath: string): boolean {
-  if (!/\.m?js$/.test(agentPath) || isCommonJs(agentPath)) return false;
+  if (!isEsModule(agentPath)) return false;
   let source: string;
   try {
     if (statSync(agentPath).size > IMPORT_SCAN_BYTES) return false;
@@ -616,6 +629,11 @@ function importsPackages(agentPath: string): boolean {
   return false;
 }
 
+/** Whether a JavaScript agent is an ES module (`.mjs`, or `.js` in a package of `type: module`). */
+function isEsModule(agentPath: string): boolean {
+  return /\.m?js$/.test(agentPath) && !isCommonJs(agentPath);
+}
+
 /**
  * Agents prepared once for many rollouts (an eval's): the folder scan and the compilation happen
  * for the first rollout of each agent, not for all of them. Made per eval, so an agent edited
@@ -624,12 +642,13 @@ function importsPackages(agentPath: string): boolean {
 export class PreparedAgents {
   readonly #agents = new Map<string, Promise<PreparedAgent>>();
 
-  get(agentPath: string): Promise<PreparedAgent> {
-    let prepared = this.#agents.get(agentPath);
+  get(agentPath: string, options: PrepareOptions = {}): Promise<PreparedAgent> {
+    const key = `${options.reused === true ? 'reused' : 'fresh'}\u0000${agentPath}`;
+    let prepared = this.#agents.get(key);
     if (!prepared) {
-      this.#agents.set(agentPath, (prepared = prepareAgent(agentPath)));
+      this.#agents.set(key, (prepared = prepareAgent(agentPath, options)));
       // A failure may pass (a full disk while compiling): the next rollout tries again.
-      prepared.catch(() => this.#agents.delete(agentPath));
+      prepared.catch(() => this.#agents.delete(key));
     }
     return prepared;
   }

@@ -95,7 +95,9 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   // A TypeScript agent is compiled here, on the host (its narrowed worker could not).
   let prepared: PreparedAgent;
   try {
-    prepared = await (opts.prepared ? opts.prepared.get(opts.agentPath) : prepareAgent(opts.agentPath));
+    // Reused workers run the agent compiled, a fresh instance per rollout (PrepareOptions).
+    const how = { reused: opts.pool.reusesWorkers === true };
+    prepared = await (opts.prepared ? opts.prepared.get(opts.agentPath, how) : prepareAgent(opts.agentPath, how));
   } catch (err) {
     const error = { code: 'agent_load_error', message: err instanceof SiloError ? err.message : `cannot load ${opts.agentPath}: ${describeError(err)}` };
     trace.add({ type: 'agent_threw', error });

@@ -253,6 +253,19 @@ describe('a JavaScript agent', () => {
     writeFileSync(join(home.dir, 'secret.json'), '"secret"');
     for (const agent of [own, common, outside]) expect((await prepareAgent(agent)).modulePath).toBe(agent);
   });
+
+  it('whose workers are reused is compiled to a script even if it imports no package (a fresh instance is the script run again), a CommonJS one is not', async () => {
+    const own = jsAgent('js-reused', 'agent.mjs', 'import { join } from "node:path";\nlet runs = 0;\nexport default () => join("a", String(++runs));\n');
+    const common = jsAgent('js-reused-cjs', 'agent.cjs', 'module.exports = () => __dirname;\n');
+    const reused = await prepareAgent(own, { reused: true });
+    expect(reused.script).toBe(true);
+    expect(reused.modulePath).not.toBe(own);
+    // Each load is an instance of its own: module state starts afresh.
+    const load = (): (() => string) => (loadScript(reused.modulePath) as { default: () => string }).default;
+    expect([load()(), load()()]).toEqual([join('a', '1'), join('a', '1')]);
+    expect((await prepareAgent(common, { reused: true })).modulePath).toBe(common);
+    expect((await prepareAgent(own)).modulePath).toBe(own);
+  });
 });
 
 describe('a compiled agent across processes', () => {
