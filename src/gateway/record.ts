@@ -105,9 +105,13 @@ export class ModelLog {
   readonly #usage = new Map<Actor, ModelUsage>();
 
   /** `file` null keeps no models.jsonl (the trace events are still recorded). */
-  constructor(trace: Trace, file: string | null) {
+  /** `after`: what models.jsonl's folder waits for (see AppendFile). */
+  readonly #after: Promise<unknown> | undefined;
+
+  constructor(trace: Trace, file: string | null, after?: Promise<unknown>) {
     this.#trace = trace;
     this.#path = file;
+    this.#after = after;
   }
 
   /** A new request's id (1, 2, ... within the run). */
@@ -152,7 +156,7 @@ export class ModelLog {
       ...(call.error === undefined ? {} : { error: call.error }),
     });
     if (this.#path === null) return;
-    this.#file ??= new AppendFile(this.#path);
+    this.#file ??= new AppendFile(this.#path, this.#after ? { after: this.#after } : {});
     const kept = Math.min(MODEL_BODY_MAX_BYTES, request?.bytes ?? 0) + Math.min(MODEL_BODY_MAX_BYTES, response?.bytes ?? 0);
     const withBodies = this.#bodyBytes + kept <= MODEL_LOG_MAX_BYTES;
     if (withBodies) this.#bodyBytes += kept;

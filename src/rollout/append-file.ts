@@ -33,6 +33,8 @@ export class AppendFile {
   readonly #hash: Hash | null;
   #written = 0;
   #start = 0;
+  /** Opened only once the `after` of the constructor settles (its folder does not exist yet). */
+  #waiting = false;
 
   /**
    * `verify`: close() tells whether the file holds exactly what was appended through this object.
@@ -46,10 +48,31 @@ export class AppendFile {
    * turn: a trace gets two lines per tool call, and a call answered in its own turn would cost a
    * write (a system call, and one more pass of the event loop) of its own.
    */
-  constructor(file: string, { verify = false, batchMs = 0 }: { verify?: boolean; batchMs?: number } = {}) {
+  /**
+   * `after`: the file is opened once this settles (its folder is made meanwhile), synchronously
+   * then (no round trip through the thread pool); if it rejects, the file is never opened and
+   * its lines are dropped.
+   */
+  constructor(file: string, { verify = false, batchMs = 0, after }: { verify?: boolean; batchMs?: number; after?: Promise<unknown> } = {}) {
     this.#file = file;
     this.#batchMs = batchMs;
     this.#hash = verify ? createHash('sha1') : null;
+    if (after) {
+      this.#waiting = true;
+      this.#opened = after.then(
+        () => {
+          this.#waiting = false;
+          if (this.#failed || this.#fd !== null) return;
+          this.#openNow();
+          if (!this.#closed) this.#flush();
+        },
+        () => {
+          this.#waiting = false;
+          this.#fail();
+        },
+      );
+      return;
+    }
     this.#opened = new Promise((resolve) => {
       open(file, 'a', (err, fd) => {
         if (err) {
@@ -72,7 +95,7 @@ export class AppendFile {
     if (this.#failed || this.#closed) return;
     this.#pending.push(text);
     this.#pendingChars += text.length;
-    if (this.#pendingChars >= FLUSH_CHARS) {
+    if (this.#pendingChars >= FLUSH_CHARS && (this.#fd !== null || !this.#waiting)) {
       // Too much to keep waiting: written now (the file opened now if it is not yet).
       if (this.#fd === null) this.#openNow();
       this.#flush();

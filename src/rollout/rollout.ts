@@ -155,11 +155,18 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     ...(providers.length > 0 ? { providers } : {}),
     ...(plan.mode === 'none' ? {} : { user: { mode: plan.mode, ...(plan.mode === 'model' ? { model: `${plan.model.provider}:${plan.model.model}` } : {}) } }),
   };
-  // A folder that cannot be written (read-only, another user's) is a set-up error naming --out.
-  await outDirAccess(outRoot, () => artifacts.create(record));
+  // The run's folder and run.json are made at the end of this turn of the event loop: by then the
+  // agent's task is on its way to its worker, which starts while they are made (creating files is
+  // most of a rollout's host work on a slow disk). The trace (and models.jsonl) wait for them; so
+  // do the run's last files. A folder that cannot be written (read-only, another user's) is a
+  // set-up error naming --out, thrown once the agent, stopped at once, has ended.
+  const creating = new AbortController();
+  const created = new Promise<void>((resolve) => setImmediate(resolve)).then(() => outDirAccess(outRoot, () => artifacts.create(record)));
+  created.catch((err: unknown) => creating.abort(err));
+  const { signal, dispose: disposeSignal } = options.signal ? anySignal(options.signal, creating.signal) : { signal: creating.signal, dispose: () => {} };
   const pool = options.drive ? undefined : (options.pool ?? sharedPool(options.isolation));
   // An agent in a thread of this process can write into the trace's descriptor: checked on close.
-  const trace = new Trace(artifacts.traceFile, t0, { verify: pool?.inProcess === true });
+  const trace = new Trace(artifacts.traceFile, t0, { verify: pool?.inProcess === true, after: created });
   trace.add({ type: 'run_started', taskId: task.id, agent: options.agent, seed });
 
   let world: World | undefined;
@@ -172,7 +179,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   let worldAt: number | undefined;
   let agentAt: number | undefined;
   // The agent's model calls, when it was granted a provider: trace events and models.jsonl.
-  const models = gateway ? new ModelLog(trace, join(artifacts.dir, 'models.jsonl')) : null;
+  const models = gateway ? new ModelLog(trace, join(artifacts.dir, 'models.jsonl'), created) : null;
   let grant: GatewayGrant | undefined;
   let conversation: Conversation | undefined;
   try {
@@ -218,8 +225,9 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
       }
     }
     try {
-      phase = await drive({ instruction, toolbox, limits, trace, signal: options.signal, conversation });
+      phase = await drive({ instruction, toolbox, limits, trace, signal, conversation });
     } finally {
+      disposeSignal();
       // The token ends with the agent's part; requests still in flight are aborted and recorded.
       conversation?.close();
       await grant?.session.close();
@@ -253,6 +261,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
             : { code: 'user_error', message: `the simulated user could not start the conversation: ${err.message}` }
           : { ...toErrorInfo(err), code: 'internal_error' };
   }
+  disposeSignal();
   // A user that failed leaves no grade to trust: the run is an error, whatever the agent did.
   if (!error && conversation?.error) error = { code: 'user_error', message: `the simulated user failed: ${conversation.error}` };
 
@@ -320,6 +329,8 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     diagnosis,
     ...(error ? { error } : {}),
   };
+  // The folder first (a refused one is the set-up error; nothing of the run is written).
+  await created;
   // These three are independent; run.json waits for all of them.
   await Promise.all([trace.close(), models?.close(), artifacts.writeDiff(changes), artifacts.writeResult(result)]);
   // run.json last: once it leaves "running", every other file is complete.
@@ -410,4 +421,25 @@ function resolveAgentFile(agent: string): string {
     throw new SiloError('SILO_AGENT_NOT_FOUND', `${path} is a directory; pass the agent's module file`);
   }
   return path;
+}
+
+/**
+ * A signal that fires with the first of `a` and `b` (AbortSignal.any, which Node 20.0-20.2 lack),
+ * and what removes its listeners from them (`a` may be an eval's, shared by all its rollouts).
+ */
+function anySignal(a: AbortSignal, b: AbortSignal): { signal: AbortSignal; dispose: () => void } {
+  const both = new AbortController();
+  const onA = (): void => both.abort(a.reason);
+  const onB = (): void => both.abort(b.reason);
+  const dispose = (): void => {
+    a.removeEventListener('abort', onA);
+    b.removeEventListener('abort', onB);
+  };
+  if (a.aborted) onA();
+  else if (b.aborted) onB();
+  else {
+    a.addEventListener('abort', onA, { once: true });
+    b.addEventListener('abort', onB, { once: true });
+  }
+  return { signal: both.signal, dispose };
 }

@@ -39,10 +39,14 @@ export class Trace {
    * memory (see the file comment). `verify`: check the file on close (see close()); for agents
    * running in threads of this process, which share its descriptors.
    */
-  constructor(file: string | null, start = performance.now(), { memoryChars = TRACE_MEMORY_MAX_CHARS, verify = false }: { memoryChars?: number; verify?: boolean } = {}) {
+  constructor(
+    file: string | null,
+    start = performance.now(),
+    { memoryChars = TRACE_MEMORY_MAX_CHARS, verify = false, after }: { memoryChars?: number; verify?: boolean; after?: Promise<unknown> } = {},
+  ) {
     this.#start = start;
     this.#path = file;
-    this.#file = file === null ? null : new AppendFile(file, { verify, batchMs: WRITE_BATCH_MS });
+    this.#file = file === null ? null : new AppendFile(file, { verify, batchMs: WRITE_BATCH_MS, ...(after ? { after } : {}) });
     this.#memoryChars = memoryChars;
   }
 

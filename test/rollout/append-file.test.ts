@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppendFile } from '../../src/rollout/append-file.js';
 import { toJsonLine, Trace } from '../../src/rollout/trace.js';
@@ -121,6 +121,32 @@ describe('AppendFile', () => {
     lines.append('lost\n');
     await expect(lines.close()).resolves.toBe(false);
     lines.append('also lost\n');
+  });
+
+  it('with after, opens the file once it settles (its folder made meanwhile); lines given before wait', async () => {
+    const folder = join(temp.dir, 'made-later');
+    const file = join(folder, 'lines.jsonl');
+    let make!: () => void;
+    const made = new Promise<void>((resolve) => (make = resolve));
+    const lines = new AppendFile(file, { after: made });
+    lines.append('early\n');
+    await nextTurn();
+    expect(existsSync(folder)).toBe(false);
+    mkdirSync(folder);
+    make();
+    await until(() => existsSync(file) && readFileSync(file, 'utf8') === 'early\n');
+    lines.append('late\n');
+    await expect(lines.close()).resolves.toBe(true);
+    expect(readFileSync(file, 'utf8')).toBe('early\nlate\n');
+  });
+
+  it('with after that rejects, never opens the file and says the lines were lost', async () => {
+    const file = join(temp.dir, 'never.jsonl');
+    const refused = Promise.reject(new Error('no folder'));
+    const lines = new AppendFile(file, { after: refused });
+    lines.append('lost\n');
+    await expect(lines.close()).resolves.toBe(false);
+    expect(existsSync(file)).toBe(false);
   });
 
   it('keeps text in UTF-8 whole', async () => {

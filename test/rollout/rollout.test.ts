@@ -167,6 +167,26 @@ describe('run.json', () => {
     }
   });
 
+  it('is made while the agent starts; a folder that cannot be made stops the agent at once and is the set-up error, naming --out', async () => {
+    const dir = tempDir('silo-refused-');
+    try {
+      // A file where the artifacts folder should be: nothing of the run can be written.
+      const blocked = join(dir.dir, 'not-a-folder');
+      writeFileSync(blocked, '');
+      const world = testWorld({ limits: { timeoutMs: 120_000, graceMs: 100 } });
+      const started = Date.now();
+      const error = await runRollout({ task: world.task, agent: 'fixtures/agents/hostile/never-settles.ts', outDir: blocked }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SiloError);
+      expect((error as SiloError).code).toBe('SILO_OUT_NOT_WRITABLE');
+      expect((error as SiloError).message).toMatch(/cannot write to .*not-a-folder: a file is in the way of a folder.*--out/);
+      // Not after the agent's two minutes: it was stopped as soon as the folder was refused.
+      expect(Date.now() - started).toBeLessThan(60_000);
+      expect(world.verified).toBe(0);
+    } finally {
+      dir.remove();
+    }
+  });
+
   it('records the seed, and the same seed gives the same ctx.random()', async () => {
     const roll = defineTool({
       name: 'roll',
