@@ -160,11 +160,12 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   // most of a rollout's host work on a slow disk). The trace (and models.jsonl) wait for them; so
   // do the run's last files. A folder that cannot be written (read-only, another user's) is a
   // set-up error naming --out, thrown once the agent, stopped at once, has ended.
+  // (The pool first: one that cannot be made, a bad SILO_SANDBOX say, leaves no run folder behind.)
+  const pool = options.drive ? undefined : (options.pool ?? sharedPool(options.isolation));
   const creating = new AbortController();
   const created = new Promise<void>((resolve) => setImmediate(resolve)).then(() => outDirAccess(outRoot, () => artifacts.create(record)));
   created.catch((err: unknown) => creating.abort(err));
   const { signal, dispose: disposeSignal } = options.signal ? anySignal(options.signal, creating.signal) : { signal: creating.signal, dispose: () => {} };
-  const pool = options.drive ? undefined : (options.pool ?? sharedPool(options.isolation));
   // An agent in a thread of this process can write into the trace's descriptor: checked on close.
   const trace = new Trace(artifacts.traceFile, t0, { verify: pool?.inProcess === true, after: created });
   trace.add({ type: 'run_started', taskId: task.id, agent: options.agent, seed });
