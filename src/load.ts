@@ -5,10 +5,11 @@
  */
 import { userProblem } from './user/plan.js';
 import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeModuleError, SiloError, type SiloErrorCode } from './errors.js';
 import { esModuleExports, isTypeScript } from './typescript.js';
+import { PACKAGE_ROOT } from './paths.js';
 import { compileTool } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
 
@@ -28,14 +29,36 @@ export async function importUserModule(file: string): Promise<Record<string, unk
   const url = pathToFileURL(file).href;
   let mod: Record<string, unknown>;
   if (isTypeScript(file)) {
-    const { tsImport } = await import('tsx/esm/api');
-    mod = (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+    // What tsx's tsImport does (a namespace of its own per file, so a file loads afresh each
+    // time), with Silo's own files kept out of the namespace (sharedSilo).
+    const [{ register }, { randomUUID }, { register: registerHooks }] = await Promise.all([import('tsx/esm/api'), import('node:crypto'), import('node:module')]);
+    const scoped = register({ namespace: randomUUID() });
+    registerHooks(SHARED_SILO_HOOKS, { data: pathToFileURL(join(PACKAGE_ROOT, 'dist') + sep).href });
+    mod = (await scoped.import(url, import.meta.url)) as Record<string, unknown>;
   } else {
     mod = (await import(url)) as Record<string, unknown>;
   }
   return esModuleExports(mod);
 }
 
+
+/**
+ * Module hooks registered after tsx's for each TypeScript file (hooks registered later run first,
+ * so these see the URLs tsx resolved). tsx marks every module a namespaced file imports as its
+ * own (a `tsx-namespace` query), and a module loaded under another URL is another instance: a
+ * task file's `import 'silo'` would load a second copy of Silo (a second SiloError class, a second
+ * copy of each module's state, and the time to load it). Silo's own files (under its dist/, the
+ * data) are resolved to the URLs the command loaded them under instead.
+ */
+const SHARED_SILO_HOOKS = `data:text/javascript,${encodeURIComponent(`let own;
+export function initialize(data) { own = data; }
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  if (!resolved.url.startsWith(own) || !resolved.url.includes('tsx-namespace=')) return resolved;
+  const url = new URL(resolved.url);
+  url.searchParams.delete('tsx-namespace');
+  return { ...resolved, url: url.href };
+}`)}`;
 
 /** Loads every task of the given files, in order; ids must be unique across them. */
 export async function loadTasks(paths: readonly string[]): Promise<LoadedTask[]> {
