@@ -7,10 +7,11 @@
 //
 // The files Silo starts by path are not part of it: the agent workers' entry
 // (dist/workers/agent.cjs), the built-in agents and the do-nothing agent (loaded inside workers)
-// stay where tsc wrote them; the sandbox's process is bundled on its own (sandbox-child.cjs, below). Packages that are heavy,
-// optional, start workers from their own files or are loaded only by some commands stay imports:
-// see EXTERNAL. esbuild's metafile is written next to the bundle (meta.json): it says which
-// modules each chunk holds (test/cli/module-graph.test.ts reads it).
+// stay where tsc wrote them; the sandbox's process is bundled on its own (sandbox-child.cjs,
+// below). Packages that are heavy, optional, start workers from their own files or are loaded
+// only by some commands stay imports: see EXTERNAL. esbuild's metafile is written next to the
+// bundle (meta.json): it says which modules each chunk holds (test/cli/module-graph.test.ts
+// and test/package/pack.test.ts read it).
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { build } from 'esbuild';
