@@ -18,7 +18,7 @@
 // --wait-rollouts N (spread, default 8), --rounds N, --json.
 // Benchmarks print numbers; tests never assert timings.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,6 +37,8 @@ const ROUNDS = arg('--rounds', 3);
 const WAIT_ROLLOUTS = arg('--wait-rollouts', 8);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const TASKS = 'fixtures/bench/tasks.mjs';
+/** What `silo` runs once installed (package.json's `bin`). */
+const BIN = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).bin.silo;
 const log = (text) => {
   if (!json) process.stderr.write(`${text}\n`);
 };
@@ -62,7 +64,7 @@ const started = new Set();
 /** `count` worker processes; resolves once each is waiting for jobs. */
 async function startWorkers(count) {
   const workers = Array.from({ length: count }, () => {
-    const w = spawn(process.execPath, ['dist/src/cli/bin.js', 'worker', '--queue', url, '--concurrency', '1', '--out', join(work, 'kept')], {
+    const w = spawn(process.execPath, [BIN, 'worker', '--queue', url, '--concurrency', '1', '--out', join(work, 'kept')], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, TMPDIR: work },
     });

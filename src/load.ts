@@ -5,10 +5,11 @@
  */
 import { userProblem } from './user/plan.js';
 import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeModuleError, SiloError, type SiloErrorCode } from './errors.js';
 import { esModuleExports, isTypeScript } from './typescript.js';
+import { PACKAGE_ROOT } from './paths.js';
 import { compileTool } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
 
@@ -28,14 +29,68 @@ export async function importUserModule(file: string): Promise<Record<string, unk
   const url = pathToFileURL(file).href;
   let mod: Record<string, unknown>;
   if (isTypeScript(file)) {
-    const { tsImport } = await import('tsx/esm/api');
-    mod = (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+    // What tsx's tsImport does (a namespace of its own per file, so a file loads afresh each
+    // time; CommonJS's require hooked too, for a .ts file of a "type": "commonjs" project), with
+    // Silo's own files kept out of the namespace (SHARED_SILO_HOOKS).
+    const [{ register }, { register: registerRequire }, { randomUUID }, { default: Module }] = await Promise.all([
+      import('tsx/esm/api'),
+      import('tsx/cjs/api'),
+      import('node:crypto'),
+      import('node:module'),
+    ]);
+    const namespace = randomUUID();
+    registerRequire({ namespace });
+    shareSiloRequired(Module as unknown as Resolver);
+    const scoped = register({ namespace });
+    Module.register(SHARED_SILO_HOOKS, { data: pathToFileURL(OWN_FILES).href });
+    mod = (await scoped.import(url, import.meta.url)) as Record<string, unknown>;
   } else {
     mod = (await import(url)) as Record<string, unknown>;
   }
   return esModuleExports(mod);
 }
 
+
+/** Silo's own built files: what a task file imports of them is the command's own copy. */
+const OWN_FILES = join(PACKAGE_ROOT, 'dist') + sep;
+
+/**
+ * Module hooks registered after tsx's for each TypeScript file (hooks registered later run first,
+ * so these see the URLs tsx resolved). tsx marks every module a namespaced file imports as its
+ * own (a `tsx-namespace` query), and a module loaded under another URL is another instance: a
+ * task file's `import 'silo'` would load a second copy of Silo (a second SiloError class, a second
+ * copy of each module's state, and the time to load it). Silo's own files (OWN_FILES, the data)
+ * are resolved to the URLs the command loaded them under instead.
+ */
+const SHARED_SILO_HOOKS = `data:text/javascript,${encodeURIComponent(`let own;
+export function initialize(data) { own = data; }
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  if (!resolved.url.startsWith(own) || !resolved.url.includes('tsx-namespace=')) return resolved;
+  const url = new URL(resolved.url);
+  url.searchParams.delete('tsx-namespace');
+  return { ...resolved, url: url.href };
+}`)}`;
+
+interface Resolver {
+  _resolveFilename: (this: unknown, ...args: unknown[]) => unknown;
+}
+
+/**
+ * The same for `require('silo')` in a .ts file that is CommonJS (in a `"type": "commonjs"`
+ * project): tsx's require hooks add a `?namespace=` to every file such a file requires, and would
+ * compile Silo's chunks to CommonJS afresh. Wrapped around tsx's resolver, this hands back Silo's
+ * own files without it: Node then loads them as the ES modules the command already loaded.
+ */
+function shareSiloRequired(Module: Resolver): void {
+  const next = Module._resolveFilename;
+  Module._resolveFilename = function (this: unknown, ...args: unknown[]): unknown {
+    const resolved = next.apply(this, args);
+    if (typeof resolved !== 'string' || !resolved.startsWith(OWN_FILES)) return resolved;
+    const query = resolved.indexOf('?namespace=');
+    return query === -1 ? resolved : resolved.slice(0, query);
+  };
+}
 
 /** Loads every task of the given files, in order; ids must be unique across them. */
 export async function loadTasks(paths: readonly string[]): Promise<LoadedTask[]> {

@@ -1,7 +1,11 @@
-import { describe, it, expect } from 'vitest';
-import { resolve } from 'node:path';
+import { afterAll, describe, it, expect } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { SiloError, type SiloErrorCode } from '../src/errors.js';
 import { loadTasks } from '../src/load.js';
+import { tempDir } from './helpers.js';
 
 const broken = (name: string) => resolve('fixtures/tasks/broken', name);
 
@@ -102,5 +106,29 @@ describe('loadTasks', () => {
     expect(message).toBe(
       `task id broken/same-id is used twice (${broken('duplicate-id-a.ts')} and ${broken('duplicate-id-b.ts')}); task ids must be unique`,
     );
+  });
+});
+
+describe('importUserModule', () => {
+  // What a task file imports of Silo is the command's own copy, not another one under tsx's
+  // namespace (ES module and CommonJS .ts files alike); the file itself loads afresh each time.
+  // Run by Node itself on the built files: vitest would load them into a module graph of its own.
+  const dir = tempDir('silo-load-shared-');
+  afterAll(() => dir.remove());
+
+  it.each(['module', 'commonjs'])("a .ts file's import 'silo' in a \"type\": \"%s\" project is the command's copy; the file itself loads afresh", (type) => {
+    const project = join(dir.dir, type);
+    mkdirSync(join(project, 'node_modules'), { recursive: true });
+    symlinkSync(resolve('.'), join(project, 'node_modules', 'silo'));
+    writeFileSync(join(project, 'package.json'), `${JSON.stringify({ type })}\n`);
+    writeFileSync(join(project, 'tasks.ts'), "import { SiloError } from 'silo';\nexport const shared: unknown = SiloError;\nexport const fresh = {};\n");
+    const script = `
+      const { SiloError } = await import(${JSON.stringify(pathToFileURL(resolve('dist/bundle/index.js')).href)});
+      const { importUserModule } = await import(${JSON.stringify(pathToFileURL(resolve('dist/src/load.js')).href)});
+      const first = await importUserModule(${JSON.stringify(join(project, 'tasks.ts'))});
+      const second = await importUserModule(${JSON.stringify(join(project, 'tasks.ts'))});
+      console.log(JSON.stringify({ loaded: typeof first.shared, own: first.shared === SiloError && second.shared === SiloError, fresh: first.fresh !== second.fresh }));`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual({ loaded: 'function', own: true, fresh: true });
   });
 });

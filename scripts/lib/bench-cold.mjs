@@ -17,7 +17,8 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = join(root, 'dist/src/cli/bin.js');
+// What `silo` runs once installed (package.json's `bin`).
+const BIN = join(root, JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin.silo);
 const MARKS = join(root, 'scripts/lib/cold-marks.mjs');
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round = (x, digits = 1) => Number(x.toFixed(digits));

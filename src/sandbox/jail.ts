@@ -384,7 +384,7 @@ function paths(readable: readonly string[]): string[] {
 /** What the sandbox's own main thread loads: Silo's runtime, its package.json and its packages. */
 let runtime: string[] | undefined;
 function runtimePaths(): string[] {
-  runtime ??= paths(readableFor(join(PACKAGE_ROOT, 'dist', 'src', 'sandbox', 'child.js')));
+  runtime ??= paths(readableFor(join(PACKAGE_ROOT, 'dist', 'bundle', 'sandbox-child.cjs')));
   return runtime;
 }
 

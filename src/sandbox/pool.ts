@@ -32,7 +32,8 @@ import { FrameReader, FrameWriter, newKey, TO_HOST, TO_SANDBOX, type Incoming } 
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
 import { HostRelay } from './relay.js';
 
-const CHILD_ENTRY = join(PACKAGE_ROOT, 'dist', 'src', 'sandbox', 'child.js');
+/** The sandbox's process: src/sandbox/child.ts bundled into one CommonJS file (scripts/bundle-package.mjs). */
+const CHILD_ENTRY = join(PACKAGE_ROOT, 'dist', 'bundle', 'sandbox-child.cjs');
 /** The tail of the sandbox's stderr kept to say why it died, characters. */
 const STDERR_KEPT = 4_096;
 /** How often the host pings a sandbox that has rollouts (a frame an agent took is then missed). */

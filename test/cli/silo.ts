@@ -1,5 +1,6 @@
 /** Runs the built `silo` binary in a child process, as a user would, with colours off. */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 export interface Ran {
   /** The exit code; null when the process was killed by a signal. */
@@ -8,7 +9,8 @@ export interface Ran {
   stderr: string;
 }
 
-export const BIN = 'dist/src/cli/bin.js';
+/** What `silo` runs once installed: package.json's `bin` (the bundle under dist/, relative to the repository). */
+export const BIN = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { bin: { silo: string } }).bin.silo;
 export const PLAIN_ENV = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
 
 /** `env` is added to a colourless copy of this process's environment. */

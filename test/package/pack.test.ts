@@ -99,7 +99,7 @@ afterAll(() => home.remove());
 describe('the tarball', () => {
   it('ships the built runtime, the worker entry and the templates, and nothing of the tests', () => {
     const installed = join(projects.module, 'node_modules', 'silo');
-    for (const file of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/agent.js', 'dist/workers/agent.cjs', 'dist/src/sandbox/child.js', 'templates/init/tasks.ts', 'README.md', 'LICENSE']) {
+    for (const file of ['dist/bundle/bin.js', 'dist/bundle/index.js', 'dist/bundle/agent.js', 'dist/src/index.d.ts', 'dist/src/agent.d.ts', 'dist/workers/agent.cjs', 'dist/bundle/sandbox-child.cjs', 'templates/init/tasks.ts', 'README.md', 'LICENSE']) {
       expect(statSync(join(installed, file), { throwIfNoEntry: false })?.isFile(), file).toBe(true);
     }
     expect(statSync(join(installed, 'test'), { throwIfNoEntry: false })).toBeUndefined();
@@ -211,6 +211,46 @@ for (const type of ['module', 'commonjs'] as const) {
       expect(ran.code, ran.stderr).toBe(0);
       expect(JSON.parse(ran.stdout.trim().split('\n').at(-1)!)).toEqual({ tasks: 3, passed: 6 });
     }, COMMAND_MS);
+
+    it("a task file's import 'silo' (.mjs, and .ts through tsx) and the command share one copy of Silo's modules (one SiloError class)", async () => {
+      // The command and the package's entry points are one bundle with shared chunks; were they
+      // bundled apart, the task's import would load a second copy of define.js and errors.js. tsx
+      // would load one too (every module a .ts file imports goes under its namespace's URLs; in
+      // this "type": "commonjs" project, through its require hooks), but for what src/load.ts adds.
+      mkdirSync(join(dir, 'identity', 'agent'), { recursive: true });
+      const tasks =
+        "import { check, defineEnvironment, defineTask, defineTool, SiloError } from 'silo';\n" +
+        "const env = defineEnvironment({ name: 'id', createState: () => ({ n: 1 }), tools: [defineTool({ name: 'get', description: 'n', inputSchema: { type: 'object', properties: {} }, run: (s: { n: number }) => s.n })] });\n" +
+        "export default defineTask({ id: 'id/one', environment: env, instruction: 'say n', verify: ({ output }) => [check.ok('error class', typeof SiloError === 'function'), check.contains('n', output, '1')] });\n";
+      writeFileSync(join(dir, 'identity', 'tasks.ts'), tasks);
+      writeFileSync(join(dir, 'identity', 'tasks.mjs'), tasks.replace('(s: { n: number })', '(s)'));
+      writeFileSync(join(dir, 'identity', 'agent', 'agent.mjs'), "export default async ({ callTool }) => `n is ${(await callTool('get', {})).value}`;\n");
+      const installed = join(dir, 'node_modules', 'silo');
+      const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { bin: { silo: string } };
+      const meta = JSON.parse(readFileSync(join(installed, 'dist', 'bundle', 'meta.json'), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
+      for (const file of ['identity/tasks.mjs', 'identity/tasks.ts']) {
+        const record = join(home.dir, `identity-modules-${file.split('.').at(-1)}.txt`);
+        const ran = await sh(process.execPath, ['--import', join(REPO, 'test', 'cli', 'record-modules.mjs'), join(installed, manifest.bin.silo), 'run', file, '--agent', 'identity/agent/agent.mjs', '--json'], dir, {
+          SILO_TEST_MODULES: record,
+        });
+        expect(ran.code, ran.stdout + ran.stderr).toBe(0);
+        expect((JSON.parse(ran.stdout) as { status: string }[])[0]!.status).toBe('passed');
+
+        // ES modules are recorded as URLs, CommonJS files (and ES modules required) as paths.
+        const loaded = [...new Set(readFileSync(record, 'utf8').split('\n').filter(Boolean))].filter((m) => m.startsWith('file:') || m.startsWith('/'));
+        const pathOf = (m: string): string => (m.startsWith('file:') ? fileURLToPath(m.replace(/\?.*$/, '')) : m.replace(/\?.*$/, ''));
+        const paths = loaded.map(pathOf);
+        // The task's import resolved into the bundle, where the command's own modules are.
+        expect(paths, file).toContain(join(installed, 'dist', 'bundle', 'index.js'));
+        expect(paths.filter((m) => m.startsWith(join(installed, 'dist', 'src'))), file).toEqual([]);
+        for (const source of ['dist/src/errors.js', 'dist/src/define.js']) {
+          const holders = Object.entries(meta.outputs).filter(([, o]) => source in o.inputs).map(([output]) => join(installed, output));
+          expect(holders, source).toHaveLength(1);
+          // Loaded once, under one URL.
+          expect(loaded.filter((m) => pathOf(m) === holders[0]), `${file}: ${source}`).toHaveLength(1);
+        }
+      }
+    }, 2 * COMMAND_MS);
 
     it.runIf(type === 'commonjs')('a feature whose optional package is missing says what to install, exit 2', async () => {
       const cases: [string[], RegExp][] = [
