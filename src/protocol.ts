@@ -17,6 +17,8 @@ export interface WorkerTask {
   agentFile: string;
   /** `agentPath` is a compiled script with a code cache next to it (see src/pool/compile.ts), not a module. */
   agentScript?: boolean;
+  /** `agentPath` is a CommonJS module: a reused worker requires it afresh for each rollout. */
+  agentCommonJs?: boolean;
   instruction: string;
   tools: ToolSchema[];
   limits: Pick<Limits, 'maxOutputBytes' | 'maxMessageBytes'>;

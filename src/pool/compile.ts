@@ -563,6 +563,8 @@ export interface PreparedAgent {
   modulePath: string;
   /** The compiled form is a script with a code cache (CompiledAgent.script), not an ES module. */
   script?: boolean;
+  /** The module is CommonJS, run as written. */
+  commonJs?: boolean;
   /** Read permissions of its worker (see readableFor). */
   readable: string[];
   /** Its stack traces (and messages that quote them) as the user wrote the agent. */
@@ -584,7 +586,12 @@ export interface PrepareOptions {
 /** Compiles a TypeScript agent and works out its worker's read permissions. */
 export async function prepareAgent(agentPath: string, { reused = false }: PrepareOptions = {}): Promise<PreparedAgent> {
   refuseEscapingLinks(dirname(agentPath));
-  const asIs = (): PreparedAgent => ({ modulePath: agentPath, readable: readableFor(agentPath), mapStack: (text) => text });
+  const asIs = (): PreparedAgent => ({
+    modulePath: agentPath,
+    ...(!isTypeScript(agentPath) && /\.c?js$/.test(agentPath) && isCommonJs(agentPath) ? { commonJs: true } : {}),
+    readable: readableFor(agentPath),
+    mapStack: (text) => text,
+  });
   let compiled: CompiledAgent;
   if (isTypeScript(agentPath)) compiled = await compileAgent(agentPath);
   else if (!(reused ? isEsModule(agentPath) : importsPackages(agentPath))) return asIs();

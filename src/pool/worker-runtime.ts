@@ -6,6 +6,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 import { BRAND, type HostMessage, type WorkerMessage, type WorkerTask } from '../protocol.js';
 import { LOG_BUDGET_NOTE, LogBudget } from '../rollout/logs.js';
 import { captureOutput } from '../rollout/output.js';
@@ -151,7 +152,7 @@ async function runAgent(
   try {
     const refused = processWideProblem() ?? guardProblem(task.guard);
     if (refused) throw Object.assign(new Error(refused), { code: 'agent_load_error' });
-    const mod = (task.agentScript === true ? loadScript(task.agentPath) : await importAgent(task.agentPath, !task.exitAfter)) as { default?: unknown };
+    const mod = (task.agentScript === true ? loadScript(task.agentPath) : await importAgent(task.agentPath, !task.exitAfter, task.agentCommonJs === true)) as { default?: unknown };
     agent = mod.default;
     if (typeof agent !== 'function') {
       throw Object.assign(
@@ -309,7 +310,17 @@ let instances = 0;
  * `fresh`: a new module instance even if this thread loaded the agent before (reused workers).
  * TypeScript agents arrive compiled (see src/pool/compile.ts).
  */
-async function importAgent(path: string, fresh: boolean): Promise<unknown> {
+async function importAgent(path: string, fresh: boolean, commonJs: boolean): Promise<unknown> {
+  if (fresh && commonJs) {
+    // CommonJS modules are cached by file name, whatever the query: a fresh instance is one
+    // required again with the entry's cache dropped (its own requires stay shared, as an ES
+    // module's imports do).
+    const require = createRequire(path);
+    delete require.cache[path];
+    const exports = require(path) as unknown;
+    const esModule = typeof exports === 'object' && exports !== null && (exports as { __esModule?: unknown }).__esModule === true;
+    return esModule ? exports : { default: exports };
+  }
   const url = pathToFileURL(path);
   // Modules are cached by URL; a query makes a new one (its own imports stay shared).
   if (fresh) url.searchParams.set('silo-instance', String(++instances));

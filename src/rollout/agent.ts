@@ -214,6 +214,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
       agentPath: prepared.modulePath,
       agentFile: opts.agentPath,
       ...(prepared.script ? { agentScript: true } : {}),
+      ...(prepared.commonJs ? { agentCommonJs: true } : {}),
       instruction: opts.instruction,
       tools: opts.toolbox.schemas,
       limits,

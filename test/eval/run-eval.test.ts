@@ -456,6 +456,10 @@ describe('reuse workers', () => {
     expect(await outputs('module-counter.mjs', true)).toEqual(['1', '1', '1', '1', '1', '1']);
   });
 
+  it('with reuseWorkers, a CommonJS agent gets a fresh instance too (Node caches those by file, whatever the query)', async () => {
+    expect(await outputs('module-counter.cjs', true)).toEqual(['1', '1', '1', '1', '1', '1']);
+  });
+
   it('with reuseWorkers, runs several agents in one thread, and each one\'s console output reaches its own trace', async () => {
     const out = outDir();
     const summary = await runEval({ paths: [QUICK], agent: agent('chatty-waiter.mjs'), trials: 6, concurrency: 18, outDir: out, reuseWorkers: true });
