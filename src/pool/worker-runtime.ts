@@ -316,7 +316,8 @@ async function importAgent(path: string, fresh: boolean, commonJs: boolean): Pro
     // required again with the entry's cache dropped (its own requires stay shared, as an ES
     // module's imports do).
     const require = createRequire(path);
-    delete require.cache[path];
+    // Cached under the name require resolves it to (a link's target, say).
+    delete require.cache[require.resolve(path)];
     const exports = require(path) as unknown;
     const esModule = typeof exports === 'object' && exports !== null && (exports as { __esModule?: unknown }).__esModule === true;
     return esModule ? exports : { default: exports };
