@@ -588,7 +588,7 @@ export async function prepareAgent(agentPath: string, { reused = false }: Prepar
   refuseEscapingLinks(dirname(agentPath));
   const asIs = (): PreparedAgent => ({
     modulePath: agentPath,
-    ...(!isTypeScript(agentPath) && /\.c?js$/.test(agentPath) && isCommonJs(agentPath) ? { commonJs: true } : {}),
+    ...(isCommonJs(agentPath) ? { commonJs: true } : {}),
     readable: readableFor(agentPath),
     mapStack: (text) => text,
   });

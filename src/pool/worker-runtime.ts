@@ -318,9 +318,7 @@ async function importAgent(path: string, fresh: boolean, commonJs: boolean): Pro
     const require = createRequire(path);
     // Cached under the name require resolves it to (a link's target, say).
     delete require.cache[require.resolve(path)];
-    const exports = require(path) as unknown;
-    const esModule = typeof exports === 'object' && exports !== null && (exports as { __esModule?: unknown }).__esModule === true;
-    return esModule ? exports : { default: exports };
+    return esModuleExports({ default: require(path) as unknown });
   }
   const url = pathToFileURL(path);
   // Modules are cached by URL; a query makes a new one (its own imports stay shared).

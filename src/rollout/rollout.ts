@@ -162,10 +162,15 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
   // set-up error naming --out, thrown once the agent, stopped at once, has ended.
   // (The pool first: one that cannot be made, a bad SILO_SANDBOX say, leaves no run folder behind.)
   const pool = options.drive ? undefined : (options.pool ?? sharedPool(options.isolation));
-  const creating = new AbortController();
+  // The agent's signal: the caller's (an eval's is shared by all its rollouts, so its listener is
+  // removed once the agent is done), or the folder refused.
+  const stop = new AbortController();
+  const forward = (): void => stop.abort(options.signal?.reason);
+  if (options.signal?.aborted) forward();
+  else options.signal?.addEventListener('abort', forward, { once: true });
+  const disposeSignal = (): void => options.signal?.removeEventListener('abort', forward);
   const created = new Promise<void>((resolve) => setImmediate(resolve)).then(() => outDirAccess(outRoot, () => artifacts.create(record)));
-  created.catch((err: unknown) => creating.abort(err));
-  const { signal, dispose: disposeSignal } = options.signal ? anySignal(options.signal, creating.signal) : { signal: creating.signal, dispose: () => {} };
+  created.catch((err: unknown) => stop.abort(err));
   // An agent in a thread of this process can write into the trace's descriptor: checked on close.
   const trace = new Trace(artifacts.traceFile, t0, { verify: pool?.inProcess === true, after: created });
   trace.add({ type: 'run_started', taskId: task.id, agent: options.agent, seed });
@@ -226,7 +231,7 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
       }
     }
     try {
-      phase = await drive({ instruction, toolbox, limits, trace, signal, conversation });
+      phase = await drive({ instruction, toolbox, limits, trace, signal: stop.signal, conversation });
     } finally {
       disposeSignal();
       // The token ends with the agent's part; requests still in flight are aborted and recorded.
@@ -422,25 +427,4 @@ function resolveAgentFile(agent: string): string {
     throw new SiloError('SILO_AGENT_NOT_FOUND', `${path} is a directory; pass the agent's module file`);
   }
   return path;
-}
-
-/**
- * A signal that fires with the first of `a` and `b` (AbortSignal.any, which Node 20.0-20.2 lack),
- * and what removes its listeners from them (`a` may be an eval's, shared by all its rollouts).
- */
-function anySignal(a: AbortSignal, b: AbortSignal): { signal: AbortSignal; dispose: () => void } {
-  const both = new AbortController();
-  const onA = (): void => both.abort(a.reason);
-  const onB = (): void => both.abort(b.reason);
-  const dispose = (): void => {
-    a.removeEventListener('abort', onA);
-    b.removeEventListener('abort', onB);
-  };
-  if (a.aborted) onA();
-  else if (b.aborted) onB();
-  else {
-    a.addEventListener('abort', onA, { once: true });
-    b.addEventListener('abort', onB, { once: true });
-  }
-  return { signal: both.signal, dispose };
 }

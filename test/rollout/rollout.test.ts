@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { check, defineTool, loadTasks, runRollout, SiloError, type Task } from '../../src/index.js';
 import { applyChanges, type Change } from '../../src/rollout/diff.js';
+import { closeSharedPool } from '../../src/pool/runners.js';
 import { eventsOf, readRunFiles, tempDir, testWorld, type TestState } from '../helpers.js';
 
 const out = tempDir('silo-rollout-');
@@ -183,6 +184,24 @@ describe('run.json', () => {
       expect(Date.now() - started).toBeLessThan(60_000);
       expect(world.verified).toBe(0);
     } finally {
+      dir.remove();
+    }
+  });
+
+  it('is not made for a rollout whose pool cannot be made (a bad SILO_SANDBOX)', async () => {
+    const dir = tempDir('silo-no-pool-');
+    const saved = process.env.SILO_SANDBOX;
+    // The process-wide pool is made afresh, reading the variable again.
+    await closeSharedPool();
+    process.env.SILO_SANDBOX = 'bogus';
+    try {
+      await expect(runRollout({ task: testWorld().task, agent: 'fixtures/agents/bench-caller.mjs', outDir: dir.dir })).rejects.toThrow(/SILO_SANDBOX/);
+      // Past the turn where a run's folder would be made.
+      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(existsSync(join(dir.dir, 'runs'))).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env.SILO_SANDBOX;
+      else process.env.SILO_SANDBOX = saved;
       dir.remove();
     }
   });
