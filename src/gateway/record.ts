@@ -104,10 +104,10 @@ export class ModelLog {
   #bodyBytes = 0;
   readonly #usage = new Map<Actor, ModelUsage>();
 
-  /** `file` null keeps no models.jsonl (the trace events are still recorded). */
-  /** `after`: what models.jsonl's folder waits for (see AppendFile). */
+  /** What models.jsonl waits for before it is opened: its folder being made (see AppendFile). */
   readonly #after: Promise<unknown> | undefined;
 
+  /** `file` null keeps no models.jsonl (the trace events are still recorded). `after`: see #after. */
   constructor(trace: Trace, file: string | null, after?: Promise<unknown>) {
     this.#trace = trace;
     this.#path = file;

@@ -42,13 +42,11 @@ export class AppendFile {
    * does not guard descriptors already open: it can write into this file. Opened for appending,
    * it can only add bytes (or cut it short), never overwrite: its size and a hash of what was
    * written show either.
-   */
-  /**
+   *
    * `batchMs`: lines wait up to this long to be written together, rather than to the end of the
    * turn: a trace gets two lines per tool call, and a call answered in its own turn would cost a
    * write (a system call, and one more pass of the event loop) of its own.
-   */
-  /**
+   *
    * `after`: the file is opened once this settles (its folder is made meanwhile), synchronously
    * then (no round trip through the thread pool); if it rejects, the file is never opened and
    * its lines are dropped.

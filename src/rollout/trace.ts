@@ -37,7 +37,8 @@ export class Trace {
   /**
    * `file` null keeps the trace in memory only. `memoryChars` bounds the JSON kept whole in
    * memory (see the file comment). `verify`: check the file on close (see close()); for agents
-   * running in threads of this process, which share its descriptors.
+   * running in threads of this process, which share its descriptors. `after`: the file is opened
+   * once this settles (its folder is made meanwhile; see AppendFile).
    */
   constructor(
     file: string | null,
