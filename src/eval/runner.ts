@@ -66,7 +66,7 @@ export type RunnerFactory = (context: RunnerContext) => Promise<RolloutRunner>;
 /** Runs each rollout on `pool`, in this process. */
 export function localRunner(context: RunnerContext, pool: AgentRunner, slots: number): RolloutRunner {
   const { record, outDir, evalId, signal, env, gateway } = context;
-  const preparedAgents = new PreparedAgents();
+  const preparedAgents = new PreparedAgents({ rollouts: context.rollouts ?? 0 });
   // The agent's sandbox (a jail's mounts depend on the agent) and its first workers start now,
   // while the eval gets its first rollouts ready.
   // (Not for an eval with nothing left to run: threads still starting when the pool is destroyed

@@ -43,7 +43,32 @@ export interface CompiledAgent {
   stacks: StackMapper;
 }
 
+/** Compiled agents of this process, by versionKey. */
 const compiled = new Map<string, Promise<CompiledAgent>>();
+
+/** A version of the agent file at `path`: its path, size and modification time. */
+function versionKey(path: string): string {
+  const stat = statSync(path);
+  return `${path}\u0000${stat.size}\u0000${stat.mtimeMs}`;
+}
+
+/**
+ * The agent as compiled before, in this process or by an earlier one, if none of its inputs
+ * changed since; undefined otherwise (nothing is compiled here).
+ */
+async function compiledBefore(path: string): Promise<CompiledAgent | undefined> {
+  let key: string;
+  try {
+    key = versionKey(path);
+  } catch {
+    return undefined; // the worker's load says what is wrong
+  }
+  const job = compiled.get(key);
+  if (job) return job.catch(() => undefined);
+  const found = stored(path, key);
+  if (found) compiled.set(key, Promise.resolve(found));
+  return found;
+}
 
 /**
  * Compiles a TypeScript agent: once per version of its code and of the packages bundled in. In
@@ -53,8 +78,7 @@ const compiled = new Map<string, Promise<CompiledAgent>>();
  * a fresh `silo run` does not bundle an SDK again.
  */
 export function compileAgent(path: string): Promise<CompiledAgent> {
-  const stat = statSync(path);
-  const key = `${path}\u0000${stat.size}\u0000${stat.mtimeMs}`;
+  const key = versionKey(path);
   let job = compiled.get(key);
   if (!job) {
     job = Promise.resolve().then(() => stored(path, key) ?? build(path, key));
@@ -581,10 +605,22 @@ export interface PrepareOptions {
    * loader until the thread ends: a reused worker's memory grew with every rollout).
    */
   reused?: boolean;
+  /**
+   * Rollouts of the agent the caller is about to run (an eval's tasks × trials). A fresh worker
+   * that loads an ES module agent starts Node's ES module loader for it (~5–7 ms of CPU on a
+   * 2-core VM); one that loads the agent compiled as a script does not. Compiling costs ~150–200
+   * ms, once per version of the agent, so an ES module agent that imports no package is compiled
+   * for an eval of at least COMPILE_FOR_ROLLOUTS rollouts, and otherwise only taken compiled when
+   * an earlier compile of this version is stored.
+   */
+  rollouts?: number;
 }
 
+/** Rollouts from which an ES module agent that imports no package is compiled (PrepareOptions.rollouts). */
+export const COMPILE_FOR_ROLLOUTS = 32;
+
 /** Compiles a TypeScript agent and works out its worker's read permissions. */
-export async function prepareAgent(agentPath: string, { reused = false }: PrepareOptions = {}): Promise<PreparedAgent> {
+export async function prepareAgent(agentPath: string, { reused = false, rollouts = 0 }: PrepareOptions = {}): Promise<PreparedAgent> {
   refuseEscapingLinks(dirname(agentPath));
   const asIs = (): PreparedAgent => ({
     modulePath: agentPath,
@@ -594,8 +630,8 @@ export async function prepareAgent(agentPath: string, { reused = false }: Prepar
   });
   let compiled: CompiledAgent;
   if (isTypeScript(agentPath)) compiled = await compileAgent(agentPath);
-  else if (!(reused ? isEsModule(agentPath) : importsPackages(agentPath))) return asIs();
-  else {
+  else if (!isEsModule(agentPath)) return asIs();
+  else if (reused || importsPackages(agentPath)) {
     // A JavaScript agent that imports packages is compiled for the same reason (one file, a code
     // cache), and so is every ES module agent whose workers are reused (see PrepareOptions); one
     // the compiler cannot take runs as written (its worker's permissions are the same).
@@ -604,6 +640,12 @@ export async function prepareAgent(agentPath: string, { reused = false }: Prepar
     } catch {
       return asIs();
     }
+  } else {
+    // Fresh workers and no package: only the script form saves them anything (the ES module
+    // loader), and only enough rollouts repay a compile (PrepareOptions.rollouts).
+    const found = rollouts >= COMPILE_FOR_ROLLOUTS ? await compileAgent(agentPath).catch(() => undefined) : await compiledBefore(agentPath);
+    if (!found?.script) return asIs();
+    compiled = found;
   }
   const { file, script, packages, stacks } = compiled;
   const own = script ? [file, codeCacheFile(file)] : [file];
@@ -648,12 +690,18 @@ function isEsModule(agentPath: string): boolean {
  */
 export class PreparedAgents {
   readonly #agents = new Map<string, Promise<PreparedAgent>>();
+  readonly #rollouts: number;
 
-  get(agentPath: string, options: PrepareOptions = {}): Promise<PreparedAgent> {
+  /** `rollouts`: how many the eval runs (PrepareOptions.rollouts). */
+  constructor({ rollouts = 0 }: { rollouts?: number } = {}) {
+    this.#rollouts = rollouts;
+  }
+
+  get(agentPath: string, options: Pick<PrepareOptions, 'reused'> = {}): Promise<PreparedAgent> {
     const key = `${options.reused === true ? 'reused' : 'fresh'}\u0000${agentPath}`;
     let prepared = this.#agents.get(key);
     if (!prepared) {
-      this.#agents.set(key, (prepared = prepareAgent(agentPath, options)));
+      this.#agents.set(key, (prepared = prepareAgent(agentPath, { ...options, rollouts: this.#rollouts })));
       // A failure may pass (a full disk while compiling): the next rollout tries again.
       prepared.catch(() => this.#agents.delete(key));
     }

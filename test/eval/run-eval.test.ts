@@ -3,12 +3,13 @@
  * pair run once and recorded, cancel, resume, retries of infrastructure failures, and what
  * reused workers do and do not share between rollouts.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { junitReport } from '../../src/eval/reporters.js';
 import { localRunner, type RunnerFactory } from '../../src/eval/runner.js';
 import { createRunner } from '../../src/pool/runners.js';
+import { COMPILE_FOR_ROLLOUTS, prepareAgent } from '../../src/pool/compile.js';
 import { runEval, SiloError } from '../../src/index.js';
 import type { EvalProgress, EvalRunLine, EvalSummary, ResultRecord, RunRecord } from '../../src/index.js';
 import { eventsOf, readRunFiles, tempDir } from '../helpers.js';
@@ -421,6 +422,38 @@ describe('retries', () => {
     expect(summary.totals.retries).toBe(0);
     expect(runsOf(out, summary.evalId)).toHaveLength(3);
     expect(runLines(out, summary.evalId).every((l) => l.termination === 'threw' && l.retried === undefined)).toBe(true);
+  });
+});
+
+describe('an ES module agent in an eval of many rollouts', () => {
+  it(`runs compiled to a script (from ${COMPILE_FOR_ROLLOUTS} rollouts on), as it runs as written`, async () => {
+    const dir = join(tmp.dir, 'many-agent');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'words.mjs'), 'export const word = "imported";\n');
+    const source = [
+      "import { word } from './words.mjs';",
+      'const top = typeof this;',
+      'let strict;',
+      'try { undeclared = 1; strict = false; } catch { strict = true; }',
+      'export default async function agent({ callTool }) {',
+      "  await callTool('increment', {});",
+      "  return JSON.stringify({ word, top, strict, url: import.meta.url.endsWith('/many-agent/agent.mjs')});",
+      '}',
+    ].join('\n');
+    const file = join(dir, 'agent.mjs');
+    writeFileSync(file, source);
+    const asWritten = await runEval({ paths: [QUICK], task: ['quick/a'], agent: file, trials: 2, outDir: outDir() });
+    expect(asWritten.totals).toMatchObject({ runs: 2, passed: 2 });
+    // Two rollouts: it ran as written (nothing compiled).
+    expect((await prepareAgent(file)).modulePath).toBe(file);
+
+    const out = outDir();
+    const summary = await runEval({ paths: [QUICK], task: ['quick/a'], agent: file, trials: COMPILE_FOR_ROLLOUTS, concurrency: 8, outDir: out });
+    expect(summary.totals).toMatchObject({ runs: COMPILE_FOR_ROLLOUTS, passed: COMPILE_FOR_ROLLOUTS });
+    const outputs = new Set(runsOf(out, summary.evalId).map((r) => r.result!.output));
+    expect([...outputs]).toEqual([JSON.stringify({ word: 'imported', top: 'undefined', strict: true, url: true })]);
+    // It ran compiled: the compile is stored, and a single rollout now takes it.
+    expect((await prepareAgent(file)).script).toBe(true);
   });
 });
 

@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from '
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { codeCacheFile, compileAgent, prepareAgent } from '../../src/pool/compile.js';
+import { COMPILE_FOR_ROLLOUTS, codeCacheFile, compileAgent, PreparedAgents, prepareAgent } from '../../src/pool/compile.js';
 import { codeCacheTaken, loadScript } from '../../src/pool/script.js';
 import { runRollout } from '../../src/index.js';
 import type { Task } from '../../src/types.js';
@@ -245,13 +245,38 @@ describe('a JavaScript agent', () => {
     expect(r.status).toBe('passed');
   });
 
-  it("that imports no package, that is CommonJS, or that the compiler refuses runs as it is (its worker's permissions decide)", async () => {
+  it("that imports no package (for a few rollouts), that is CommonJS, or that the compiler refuses runs as it is (its worker's permissions decide)", async () => {
     const own = jsAgent('js-own', 'agent.mjs', 'import { join } from "node:path";\nexport default () => join("a", "b");\n');
     const common = jsAgent('js-cjs', 'agent.cjs', 'const { answer } = require("plain");\nmodule.exports = () => answer() + __dirname;\n');
     // A file outside its folder: the compiler refuses to carry it; the worker's permissions deny it.
     const outside = jsAgent('js-outside', 'agent.mjs', `import { answer } from "plain";\nimport data from ${JSON.stringify(join(home.dir, 'secret.json'))} with { type: "json" };\nexport default () => answer() + data;\n`);
     writeFileSync(join(home.dir, 'secret.json'), '"secret"');
     for (const agent of [own, common, outside]) expect((await prepareAgent(agent)).modulePath).toBe(agent);
+    expect((await prepareAgent(own, { rollouts: COMPILE_FOR_ROLLOUTS - 1 })).modulePath).toBe(own);
+    for (const agent of [common, outside]) expect((await prepareAgent(agent, { rollouts: COMPILE_FOR_ROLLOUTS })).modulePath).toBe(agent);
+  });
+
+  it('that imports no package is compiled to a script for an eval of many rollouts, and taken compiled by later ones while it is unchanged', async () => {
+    const own = jsAgent('js-many', 'agent.mjs', 'import { join } from "node:path";\nexport default () => join("a", "b");\n');
+    const many = await prepareAgent(own, { rollouts: COMPILE_FOR_ROLLOUTS });
+    expect(many.script).toBe(true);
+    expect(many.modulePath).not.toBe(own);
+    expect((await new PreparedAgents({ rollouts: COMPILE_FOR_ROLLOUTS }).get(own)).modulePath).toBe(many.modulePath);
+    // A single rollout compiles nothing, but takes the compiled version: here and in a fresh process.
+    expect((await prepareAgent(own)).modulePath).toBe(many.modulePath);
+    const source = `
+      import { prepareAgent } from ${JSON.stringify(new URL('../../dist/src/pool/compile.js', import.meta.url).href)};
+      console.log((await prepareAgent(${JSON.stringify(own)})).modulePath);`;
+    const elsewhere = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ['--input-type=module', '-e', source], { timeout: 60_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout.trim()))),
+    );
+    expect(elsewhere).toBe(many.modulePath);
+    // Edited: a single rollout runs it as written again.
+    writeFileSync(own, 'import { join } from "node:path";\nexport default () => join("a", "c");\n');
+    expect((await prepareAgent(own)).modulePath).toBe(own);
+    // One the script form cannot stand for (a top-level await) gains nothing compiled: as written.
+    const awaits = jsAgent('js-many-await', 'agent.mjs', 'const value = await Promise.resolve("v");\nexport default () => value;\n');
+    expect((await prepareAgent(awaits, { rollouts: COMPILE_FOR_ROLLOUTS })).modulePath).toBe(awaits);
   });
 
   it('whose workers are reused is compiled to a script even if it imports no package (a fresh instance is the script run again), a CommonJS one is not', async () => {
@@ -264,7 +289,8 @@ describe('a JavaScript agent', () => {
     const load = (): (() => string) => (loadScript(reused.modulePath) as { default: () => string }).default;
     expect([load()(), load()()]).toEqual([join('a', '1'), join('a', '1')]);
     expect((await prepareAgent(common, { reused: true })).modulePath).toBe(common);
-    expect((await prepareAgent(own)).modulePath).toBe(own);
+    // Fresh workers take that compile too (it is stored), as long as the agent is unchanged.
+    expect((await prepareAgent(own)).modulePath).toBe(reused.modulePath);
   });
 });
 
