@@ -43,8 +43,10 @@ export interface CompiledAgent {
   stacks: StackMapper;
 }
 
-/** Compiled agents of this process, by versionKey. */
+/** Compiled agents of this process, by versionKey: being compiled, or compiled. */
 const compiled = new Map<string, Promise<CompiledAgent>>();
+/** Those of `compiled` that are done. */
+const finished = new Map<string, CompiledAgent>();
 
 /** A version of the agent file at `path`: its path, size and modification time. */
 function versionKey(path: string): string {
@@ -54,19 +56,24 @@ function versionKey(path: string): string {
 
 /**
  * The agent as compiled before, in this process or by an earlier one, if none of its inputs
- * changed since; undefined otherwise (nothing is compiled here).
+ * changed since; undefined otherwise (nothing is compiled here, and nothing waited for: a
+ * compile still running in this process counts as none).
  */
-async function compiledBefore(path: string): Promise<CompiledAgent | undefined> {
+function compiledBefore(path: string): CompiledAgent | undefined {
   let key: string;
   try {
     key = versionKey(path);
   } catch {
     return undefined; // the worker's load says what is wrong
   }
-  const job = compiled.get(key);
-  if (job) return job.catch(() => undefined);
+  const done = finished.get(key);
+  if (done) return done;
+  if (compiled.has(key)) return undefined;
   const found = stored(path, key);
-  if (found) compiled.set(key, Promise.resolve(found));
+  if (found) {
+    finished.set(key, found);
+    compiled.set(key, Promise.resolve(found));
+  }
   return found;
 }
 
@@ -83,7 +90,10 @@ export function compileAgent(path: string): Promise<CompiledAgent> {
   if (!job) {
     job = Promise.resolve().then(() => stored(path, key) ?? build(path, key));
     compiled.set(key, job);
-    job.catch(() => compiled.delete(key));
+    job.then(
+      (agent) => finished.set(key, agent),
+      () => compiled.delete(key),
+    );
   }
   return job;
 }
@@ -643,7 +653,7 @@ export async function prepareAgent(agentPath: string, { reused = false, rollouts
   } else {
     // Fresh workers and no package: only the script form saves them anything (the ES module
     // loader), and only enough rollouts repay a compile (PrepareOptions.rollouts).
-    const found = rollouts >= COMPILE_FOR_ROLLOUTS ? await compileAgent(agentPath).catch(() => undefined) : await compiledBefore(agentPath);
+    const found = rollouts >= COMPILE_FOR_ROLLOUTS ? await compileAgent(agentPath).catch(() => undefined) : compiledBefore(agentPath);
     if (!found?.script) return asIs();
     compiled = found;
   }

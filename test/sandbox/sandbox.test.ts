@@ -4,7 +4,7 @@
  * process) goes on and the next rollout gets a new sandbox.
  */
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, join } from 'node:path';
@@ -85,9 +85,19 @@ describe('the sandbox process', () => {
   });
 
   it('ends the rollouts of a sandbox that dies as crashed, graded, and starts a new one', async () => {
-    const rolling = roll(fixture('hangs.mjs'), { ...FAST, timeoutMs: 20_000 });
-    for (let i = 0; i < 100 && sandbox.pid === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // An agent that says it has started, then hangs: the sandbox is killed once it runs (not
+    // while it starts, which a busy machine can make longer than any fixed wait).
+    const home = join(homes.dir, 'says-then-hangs');
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, 'agent.mjs'), "console.log('up');\nexport default async function agent() {\n  await new Promise(() => {});\n}\n");
+    const runs = join(out.dir, 'runs');
+    const before = new Set(existsSync(runs) ? readdirSync(runs) : []);
+    const rolling = roll(join(home, 'agent.mjs'), { ...FAST, timeoutMs: 20_000 });
+    const started = (): boolean =>
+      existsSync(runs) &&
+      readdirSync(runs).some((id) => !before.has(id) && existsSync(join(runs, id, 'trace.jsonl')) && readFileSync(join(runs, id, 'trace.jsonl'), 'utf8').includes('"message":"up"'));
+    for (let i = 0; i < 500 && !started(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(started()).toBe(true);
     process.kill(sandbox.pid!, 'SIGKILL');
     const r = await rolling;
     expect(r.termination).toBe('crashed');
