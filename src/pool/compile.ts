@@ -617,7 +617,7 @@ export interface PrepareOptions {
   reused?: boolean;
   /**
    * Rollouts of the agent the caller is about to run (an eval's tasks × trials). A fresh worker
-   * that loads an ES module agent starts Node's ES module loader for it (~5–7 ms of CPU on a
+   * that loads an ES module agent starts Node's ES module loader for it (~4–7 ms of CPU on a
    * 2-core VM); one that loads the agent compiled as a script does not. Compiling costs ~150–200
    * ms, once per version of the agent, so an ES module agent that imports no package is compiled
    * for an eval of at least COMPILE_FOR_ROLLOUTS rollouts, and otherwise only taken compiled when
