@@ -6,7 +6,7 @@
  * the next process while none of its inputs changed.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -274,6 +274,21 @@ describe('a JavaScript agent', () => {
     // Edited: a single rollout runs it as written again.
     writeFileSync(own, 'import { join } from "node:path";\nexport default () => join("a", "c");\n');
     expect((await prepareAgent(own)).modulePath).toBe(own);
+    // A compile folder that is not private (another user could have written it): nothing is
+    // taken from it or compiled into it; the agent runs as written.
+    const shared = join(home.dir, 'shared-tmp');
+    mkdirSync(join(shared, `silo-agents-${process.getuid?.() ?? 'user'}`), { recursive: true, mode: 0o777 });
+    chmodSync(join(shared, `silo-agents-${process.getuid?.() ?? 'user'}`), 0o777);
+    const tmpdirWas = process.env.TMPDIR;
+    process.env.TMPDIR = shared;
+    try {
+      const unshared = jsAgent('js-many-shared', 'agent.mjs', 'export default () => "x";\n');
+      expect((await prepareAgent(unshared)).modulePath).toBe(unshared);
+      expect((await prepareAgent(unshared, { rollouts: COMPILE_FOR_ROLLOUTS })).modulePath).toBe(unshared);
+    } finally {
+      if (tmpdirWas === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = tmpdirWas;
+    }
     // One the script form cannot stand for (a top-level await) gains nothing compiled: as written.
     const awaits = jsAgent('js-many-await', 'agent.mjs', 'const value = await Promise.resolve("v");\nexport default () => value;\n');
     expect((await prepareAgent(awaits, { rollouts: COMPILE_FOR_ROLLOUTS })).modulePath).toBe(awaits);
