@@ -21,12 +21,12 @@ const outdir = `${root}dist/bundle`;
 const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8'));
 
 /**
- * Left as imports. piscina starts its workers from its own files; esbuild ships a native binary;
+ * Left as imports. esbuild ships a native binary;
  * tsx registers loader hooks from its own files; the peers are optional and loaded only by the
  * features that use them. ajv, ajv-formats, commander, deep-diff and ulid are bundled: small, pure
  * JavaScript, on the path of every command (commander) or every rollout (the others).
  */
-const EXTERNAL = ['piscina', 'esbuild', 'tsx', ...Object.keys(pkg.peerDependencies ?? {})];
+const EXTERNAL = ['esbuild', 'tsx', ...Object.keys(pkg.peerDependencies ?? {})];
 
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
@@ -62,7 +62,6 @@ const child = await build({
   sourcemap: true,
   define: { 'import.meta.url': '__siloModuleUrl' },
   banner: { js: "const __siloModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
-  external: ['piscina', 'piscina/*'],
   logLevel: 'warning',
   metafile: true,
 });

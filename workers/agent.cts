@@ -6,10 +6,12 @@
 // That was ~13 ms of each worker's start. (require() of the ES modules themselves would go
 // through require(esm), which was seen here to abort the process now and then on Node 20.19+.)
 //
-// A worker started by src/pool/fresh.ts (single use) runs this file as its main module and takes
-// its one task from its parent port. A reused worker is piscina's, which loads this file for its
-// handler.
+// A worker started by src/pool/fresh.ts (single use) takes its one task from its parent port. One
+// started by src/pool/reused.ts (--reuse-workers) takes a port of its own there, which only this
+// runtime holds, and its tasks on that port.
 import type { WorkerTask } from '../src/protocol.js';
+import type { ReusedTaskEnd, ReusedWorkerStart } from '../src/pool/reused.js';
+import type { MessagePort } from 'node:worker_threads';
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- bundled (see above)
 const runtime = require('../src/pool/worker-runtime.js') as typeof import('../src/pool/worker-runtime.js');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -19,19 +21,28 @@ const { parentPort } = require('node:worker_threads') as typeof import('node:wor
 // whole process (V8 flags, reports, signals, channels to other threads) is closed at once.
 runtime.closeProcessWide(require);
 
-function handler(task: WorkerTask): Promise<void> {
-  return runtime.runAgentTask(task);
-}
-
-if (require.main === module && parentPort) {
-  // One task, then the thread ends (runAgentTask's exitAfter). The parent port is closed once the
-  // task is taken: the pool needs nothing more from it, and nothing the agent posts on it reaches
-  // the host (or, in the sandbox, its main thread).
-  const port = parentPort;
-  port.once('message', (task: WorkerTask) => {
-    port.close();
-    void handler(task);
+/** Runs the tasks that come on `port`, several at once, and says on it when each has ended. */
+function serve(port: MessagePort): void {
+  port.on('message', ({ id, task }: { id: number; task: WorkerTask }) => {
+    const end = (error?: string): void => {
+      const message: ReusedTaskEnd = { brand: runtime.BRAND, id, ...(error === undefined ? {} : { error }) };
+      port.postMessage(message);
+    };
+    runtime.runAgentTask(task).then(
+      () => end(),
+      (err: unknown) => end(err instanceof Error ? err.message : String(err)),
+    );
   });
 }
 
-export = handler;
+if (require.main === module && parentPort) {
+  // The parent port is closed once the first message is taken: the pool needs nothing more from
+  // it, and nothing the agent posts on it reaches the host (or, in the sandbox, its main thread).
+  const parent = parentPort;
+  parent.once('message', (first: WorkerTask | ReusedWorkerStart) => {
+    parent.close();
+    if ('type' in first && first.type === 'reuse') serve(first.port);
+    // One task, then the thread ends (runAgentTask's exitAfter).
+    else void runtime.runAgentTask(first as WorkerTask);
+  });
+}

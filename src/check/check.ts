@@ -77,8 +77,7 @@ export async function checkLoadedTasks(tasks: readonly LoadedTask[], options: Ch
 
   const outDir = mkdtempSync(join(tmpdir(), 'silo-check-'));
   // The built-in agent is trusted: warm, reused workers make hundreds of rollouts cheap. Every
-  // thread is kept (minThreads): piscina ends idle threads above the minimum at once, and
-  // restarting one per rollout costs more than the rollout.
+  // thread is started ahead (minThreads), so the tasks spread over them from the first.
   const threads = Math.max(1, Math.min(concurrency, runnable.length));
   const pool = new AgentPool({ maxThreads: threads, minThreads: threads, reuse: true });
   if (signal) setMaxListeners(threads + 16, signal);

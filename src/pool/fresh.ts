@@ -1,16 +1,15 @@
 /**
  * Single-use worker threads, a few started ahead: what an AgentPool runs rollouts on unless its
- * workers are reused (which piscina runs: pool.ts).
+ * workers are reused (reused.ts).
  *
  * Each worker runs workers/agent.cjs as its main script, takes one task from its parent port and
  * ends (the worker runtime's `exitAfter`); a rollout is over, for this pool, when its worker has
  * exited, never on anything the worker says. Spares boot in the background so that the next
  * rollout finds a thread already started; a task's thread is replaced once it has exited.
  *
- * Why not piscina here: a piscina worker loads piscina's own worker script and its handshake on
+ * Not piscina's threads: a piscina worker loaded piscina's own worker script and its handshake on
  * top of Silo's (~8–10 ms of a ~55 ms thread start on a 2-core VM, measured against a bare
- * Worker), and each rollout is one task on a thread that then exits, which needs none of its
- * balancing across threads.
+ * Worker), and each rollout is one task on a thread that then exits, which needs no balancing.
  */
 import { Worker, type MessagePort } from 'node:worker_threads';
 
@@ -177,7 +176,8 @@ function destroyedExit(): FreshExit {
   return { kind: 'terminated', message: 'the worker pool was closed' };
 }
 
-function exitOf(code: number, error: unknown, aborted: boolean): FreshExit {
+/** How a worker that exited with `code` (after `error`, if any) ended its task. */
+export function exitOf(code: number, error: unknown, aborted: boolean): FreshExit {
   const e = error as { code?: unknown; message?: unknown } | undefined;
   if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY') return { kind: 'out_of_memory', message: String(e.message) };
   if (aborted) return { kind: 'terminated', message: 'the worker was terminated' };

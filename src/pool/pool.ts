@@ -2,17 +2,17 @@
  * The worker pool, keyed by what a worker is started with (heap limit, environment, read access).
  * By default each worker is single-use (fresh.ts): it posts its rollout's completion on the
  * rollout's own port and exits, and a replacement has started in the background, so the next
- * rollout usually finds a warm, never-used thread. Reused workers (trusted agents) are piscina's.
+ * rollout usually finds a warm, never-used thread. Reused workers (trusted agents) run many
+ * rollouts each (reused.ts).
  */
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import type { Piscina } from 'piscina';
 import { WORKER_ENTRY } from '../paths.js';
 import { PortLink, type Link } from './ends.js';
 import { permissionArgs } from './permissions.js';
 import type { SandboxLevel } from '../sandbox/jail.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
 import { FreshWorkers } from './fresh.js';
+import { ReusedWorkers } from './reused.js';
 
 /**
  * Workers kept warm per pool: two per core, at most 8. Each is used once, so a spare that finished
@@ -37,41 +37,6 @@ export const MAX_AGENTS_PER_REUSED_WORKER = 64;
  */
 export function agentsPerReusedWorker(concurrency: number, cores = availableParallelism()): number {
   return Math.min(MAX_AGENTS_PER_REUSED_WORKER, Math.max(1, Math.ceil(concurrency / Math.max(1, cores))));
-}
-
-/**
- * piscina's default balancer never puts a second task on a worker running one abortable task
- * (ours all are: the signal terminates the worker after the grace period), and reports such a
- * worker's usage as Infinity. Reused workers share: the least busy worker with room takes the
- * task. Aborting one task still terminates its thread, ending the others in it (trusted agents).
- */
-type Balancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
-type PoolWorker = Parameters<Balancer>[1][number];
-const sharingBalancer = (perWorker: number): Balancer => (_task, workers) => {
-  let best: PoolWorker | null = null;
-  let bestUsage = perWorker;
-  for (const worker of workers) {
-    const usage = tasksOn(worker);
-    if (usage < bestUsage) {
-      best = worker;
-      bestUsage = usage;
-    }
-    if (usage === 0) break;
-  }
-  return best;
-};
-
-/**
- * The number of tasks a worker runs. piscina (pinned) keeps them in `taskInfos` behind a symbol it
- * does not export; should that change, a busy worker reads as full and simply gets no more tasks.
- */
-function tasksOn(worker: PoolWorker): number {
-  if (worker.currentUsage !== Infinity) return worker.currentUsage;
-  for (const symbol of Object.getOwnPropertySymbols(worker)) {
-    const info = (worker as unknown as Record<symbol, { taskInfos?: unknown } | undefined>)[symbol];
-    if (info?.taskInfos instanceof Map) return info.taskInfos.size;
-  }
-  return Infinity;
 }
 
 /** How a worker's task ended, from the pool's point of view, and how the worker was isolated. */
@@ -152,7 +117,7 @@ export class AgentPool implements AgentRunner {
    * Keyed by heap limit, by the environment the workers get and by what they may read (a worker's
    * `process.env` and permissions are fixed when it starts).
    */
-  readonly #pools = new Map<string, Piscina>();
+  readonly #pools = new Map<string, ReusedWorkers>();
   readonly #freshPools = new Map<string, FreshWorkers>();
   readonly #options: Required<AgentPoolOptions>;
   /** Agents one worker runs at once: 1, or several when workers are reused. */
@@ -178,9 +143,10 @@ export class AgentPool implements AgentRunner {
   }
 
   /**
-   * Starts `task` in a fresh worker with a heap of `memoryMb`, `env` as its whole `process.env`
-   * and read access to `readable` only (see permissions.ts); resolves when the worker is gone.
-   * Aborting `terminate` terminates the worker (used after the grace period).
+   * Starts `task` in a fresh worker (or a reused thread) with a heap of `memoryMb`, `env` as its
+   * whole `process.env` and read access to `readable` only (see permissions.ts); resolves when the
+   * worker is gone (a reused thread: when the task has ended in it). Aborting `terminate`
+   * terminates the worker (used after the grace period).
    */
   async run(
     task: Omit<WorkerTask, 'brand' | 'port' | 'exitAfter'>,
@@ -193,18 +159,8 @@ export class AgentPool implements AgentRunner {
     if (!(link instanceof PortLink)) throw new Error('a thread pool runs rollouts on links it made (AgentPool.link())');
     const port = link.workerPort;
     const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
-    if (!this.#options.reuse) return { ...(await this.#fresh(memoryMb, env, readable).run(message, port, terminate)), isolation: 'thread' };
-    const Pool = await loadPiscina();
-    try {
-      await this.#pool(Pool, memoryMb, env, readable).run(message, { transferList: [port], signal: terminate });
-      return { kind: 'exited', message: 'the worker finished its task', isolation: 'thread' };
-    } catch (err) {
-      const e = err as { code?: unknown; name?: unknown; message?: unknown };
-      const text = String(e.message ?? err);
-      if (e.code === 'ERR_WORKER_OUT_OF_MEMORY') return { kind: 'out_of_memory', message: text, isolation: 'thread' };
-      if (e.name === 'AbortError') return { kind: 'terminated', message: text, isolation: 'thread' };
-      return { kind: 'exited', message: text, isolation: 'thread' };
-    }
+    const workers = this.#options.reuse ? this.#pool(memoryMb, env, readable) : this.#fresh(memoryMb, env, readable);
+    return { ...(await workers.run(message, port, terminate)), isolation: 'thread' };
   }
 
   /**
@@ -214,12 +170,7 @@ export class AgentPool implements AgentRunner {
    */
   warm(readable: readonly string[] = [], worker?: WarmWorkers): void {
     if (!worker || this.#destroyed) return;
-    if (!this.#options.reuse) return this.#fresh(worker.memoryMb, worker.env, readable).warm();
-    void loadPiscina().then(
-      // (not after destroy(): the threads would outlive the pool)
-      (Pool) => this.#destroyed || this.#pool(Pool, worker.memoryMb, worker.env, readable),
-      () => {},
-    );
+    (this.#options.reuse ? this.#pool(worker.memoryMb, worker.env, readable) : this.#fresh(worker.memoryMb, worker.env, readable)).warm();
   }
 
   /** Stops every worker. */
@@ -251,34 +202,19 @@ export class AgentPool implements AgentRunner {
   }
 
   /** The reused workers for workers of this heap, environment and read access (made on first use). */
-  #pool(Pool: typeof Piscina, memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): Piscina {
+  #pool(memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): ReusedWorkers {
     const key = poolKey(memoryMb, env, readable);
     let pool = this.#pools.get(key);
     if (!pool) {
-      pool = new Pool({
+      pool = new ReusedWorkers({
         filename: WORKER_ENTRY,
-        minThreads: this.#options.minThreads,
-        maxThreads: this.#options.maxThreads,
-        concurrentTasksPerWorker: this.#perWorker,
-        loadBalancer: sharingBalancer(this.#perWorker),
-        atomics: 'disabled',
-        // A copy: the worker's whole environment is exactly these variables.
-        env: { ...env },
-        resourceLimits: { maxOldGenerationSizeMb: memoryMb },
+        threads: this.#options.minThreads,
+        max: this.#options.maxThreads,
+        perThread: this.#perWorker,
+        env,
         // Narrowed: reads under `readable` only; no writes, processes, workers, addons or inspector.
         execArgv: permissionArgs(readable),
-        recordTiming: false,
-      });
-      // A worker that dies with no task (e.g. while warming) has no promise to reject. When none
-      // is left, piscina starts no more if they die as they start (it gives up on a pool whose
-      // workers fail to boot), and the rollouts waiting for one would wait for ever: the pool is
-      // dropped, which ends them (as crashed), and the next rollout makes a new one.
-      const made = pool;
-      made.on('error', () => {
-        if (made.threads.length === 0 && made.queueSize > 0 && this.#pools.get(key) === made) {
-          this.#pools.delete(key);
-          void made.destroy().catch(() => {});
-        }
+        memoryMb,
       });
       this.#pools.set(key, pool);
     }
@@ -290,20 +226,6 @@ export class AgentPool implements AgentRunner {
 function poolKey(memoryMb: number, env: Readonly<Record<string, string>>, readable: readonly string[]): string {
   const sortedEnv = Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return JSON.stringify([memoryMb, sortedEnv, [...readable].sort()]);
-}
-
-/** piscina, loaded by the first thread pool: a host whose agents run in the sandbox never needs it. */
-let piscina: Promise<typeof Piscina> | undefined;
-
-/**
- * Loads piscina (once); the sandbox process calls it as it starts, before its first rollout. It is
- * required, not imported: through the ES module loader its CommonJS is parsed again for its export
- * names and loads over several turns of the event loop, between the sandbox's first rollouts, so
- * its threads started 50–150 ms later (256 rollouts at once with reused workers, medians of 15
- * and 10 runs: 1.17 against 1.20 times the bare threads).
- */
-export function loadPiscina(): Promise<typeof Piscina> {
-  return (piscina ??= new Promise((resolve) => resolve((createRequire(import.meta.url)('piscina') as { Piscina: typeof Piscina }).Piscina)));
 }
 
 /** Where agent workers live: a sandbox process (the default), or threads of this process. */

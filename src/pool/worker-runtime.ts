@@ -17,7 +17,7 @@ import { loadScript } from './script.js';
 import type { AgentArgs, ToolResult, UserChannel, UserReply } from '../types.js';
 import { closeProcessWide, processWideProblem } from './process-wide.js';
 
-export { closeProcessWide };
+export { BRAND, closeProcessWide };
 
 type Send = (msg: WorkerMessage) => void;
 

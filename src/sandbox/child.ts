@@ -6,7 +6,7 @@
  */
 import { Socket } from 'node:net';
 import { PortLink } from '../pool/ends.js';
-import { AgentPool, loadPiscina } from '../pool/pool.js';
+import { AgentPool } from '../pool/pool.js';
 import { MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
 import { FrameReader, FrameWriter, KEY_BYTES, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
 import type { HostMessage } from '../protocol.js';
@@ -74,9 +74,6 @@ const RELAY_BUDGET_CHARS = 256 * 2 ** 20;
 
 const options = JSON.parse(process.argv[2] ?? '{}') as SandboxPoolOptions;
 const pool = new AgentPool(options);
-// Reused workers are piscina's: loaded while the host gets the first rollout ready, not after it
-// arrives. Single-use workers (the default) need none of it.
-if (options.reuse) void loadPiscina();
 const runs = new Map<number, { link: PortLink; terminate: AbortController }>();
 
 function receive(frame: Incoming): void {

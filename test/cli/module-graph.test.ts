@@ -79,7 +79,7 @@ describe('the module graph of a command', () => {
     expect(g.stderr).not.toMatch(/internal error/);
     expect(g.code).toBe(0);
     expect(g.silo).toContain('src/rollout/rollout');
-    // piscina runs the workers in the sandbox process, not in the host.
+    // (piscina ran reused workers once; the host must never load a worker pool package.)
     expect(g.packages.filter((p) => [...HEAVY, 'piscina'].includes(p))).toEqual([]);
     expect(within(g.silo, [...OTHERS, 'src/eval/run-eval', 'src/eval/store'])).toEqual([]);
     // Nor the other commands' definitions.

@@ -78,7 +78,7 @@ describe('a rollout whose worker never starts', () => {
   ])('ends crashed within its time limit when the workers of %s die as they start', async (_, make) => {
     const pool = make();
     destroyed.push(pool);
-    // Several in a row: piscina gives up on starting workers that die as they start, and the
+    // Several in a row: a pool could give up on starting workers that die as they start, and the
     // rollouts after that must not wait for one for ever either.
     for (let i = 0; i < 3; i++) {
       const { result, elapsedMs } = await rollOn(pool);

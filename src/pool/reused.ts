@@ -1,0 +1,226 @@
+/**
+ * Reused worker threads (`--reuse-workers`, trusted agents): each thread runs many rollouts,
+ * several at once, a fresh instance of the agent each time. What an AgentPool runs rollouts on
+ * when its workers are reused (single-use threads are fresh.ts's).
+ *
+ * Each worker runs workers/agent.cjs as its main script. Its first message is a port of its own,
+ * which only the runtime holds: tasks come on it and their ends go back on it; the worker then
+ * closes its parent port, so nothing an agent posts there reaches anyone. A task goes to the
+ * least busy thread with room (`perThread` at most), or to a new thread while there are fewer
+ * than `max`; otherwise it waits for room. A thread that exits ends the tasks it was running
+ * (they say why), and the next task that needs a thread starts one.
+ *
+ * Why not piscina, which ran these before: its `require` cost the sandbox process 25–35 ms as it
+ * started, before it could start any thread, and its balancer had to be worked around (it never
+ * puts a second task on a worker running an abortable one); it also left the worker's parent port
+ * open to the agents as its own channel.
+ */
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { BRAND } from '../protocol.js';
+import { exitOf, type FreshExit } from './fresh.js';
+
+export interface ReusedWorkersOptions {
+  /** The script every worker runs. */
+  filename: string;
+  /** Threads started ahead by warm(). */
+  threads: number;
+  /** Most threads alive at once. */
+  max: number;
+  /** Most tasks one thread runs at once. */
+  perThread: number;
+  /** The worker's whole `process.env`. */
+  env: Readonly<Record<string, string>>;
+  /** Node flags of the worker (its permissions). */
+  execArgv: readonly string[];
+  /** The worker's V8 heap limit (shared by the tasks it runs). */
+  memoryMb: number;
+}
+
+/** What a reused worker's runtime sends back on its own port when a task has ended. */
+export interface ReusedTaskEnd {
+  brand: typeof BRAND;
+  id: number;
+  /** Why the runtime could not run it to its end (the agent broke the runtime, say). */
+  error?: string;
+}
+
+/** The first message a reused worker takes on its parent port. */
+export interface ReusedWorkerStart {
+  brand: typeof BRAND;
+  type: 'reuse';
+  port: MessagePort;
+}
+
+interface Thread {
+  worker: Worker;
+  /** The pool's end of the thread's own port. */
+  port: MessagePort;
+  /** Its running tasks' settlers, by task id. */
+  tasks: Map<number, (exit: FreshExit) => void>;
+  /** Tasks whose signal terminated the thread. */
+  aborted: Set<number>;
+  gone: boolean;
+}
+
+export class ReusedWorkers {
+  readonly #options: ReusedWorkersOptions;
+  readonly #threads: Thread[] = [];
+  /** Tasks waiting for room. */
+  readonly #waiting: Array<() => void> = [];
+  #nextId = 1;
+  #destroyed = false;
+
+  constructor(options: ReusedWorkersOptions) {
+    this.#options = options;
+  }
+
+  /** Starts the threads to start ahead (`threads`). */
+  warm(): void {
+    try {
+      while (!this.#destroyed && this.#threads.length < Math.min(this.#options.threads, this.#options.max)) this.#start();
+    } catch {
+      // (a worker that cannot even be constructed) the task that needs one says why
+    }
+  }
+
+  /**
+   * Runs `task` (its `port` transferred) on a thread with room; resolves when the task has ended
+   * in its thread, or the thread has. Aborting `signal` terminates the thread, which ends the other
+   * tasks running in it too (trusted agents only share a thread).
+   */
+  async run(task: unknown, port: MessagePort, signal: AbortSignal): Promise<FreshExit> {
+    let thread: Thread | undefined;
+    for (;;) {
+      if (this.#destroyed) return closedExit();
+      if (signal.aborted) return { kind: 'terminated', message: 'the task was aborted while it waited for a thread' };
+      try {
+        thread = this.#pick();
+      } catch (err) {
+        return { kind: 'exited', message: `the worker could not start: ${err instanceof Error ? err.message : String(err)}` };
+      }
+      if (thread) break;
+      await this.#room(signal);
+    }
+    const id = this.#nextId++;
+    const running = thread;
+    return new Promise<FreshExit>((resolve) => {
+      const abort = (): void => {
+        running.aborted.add(id);
+        void running.worker.terminate();
+      };
+      running.tasks.set(id, (exit) => {
+        running.tasks.delete(id);
+        signal.removeEventListener('abort', abort);
+        if (running.tasks.size === 0) running.worker.unref();
+        resolve(exit);
+        this.#wake();
+      });
+      // Held while it runs a task (an idle thread does not keep the process alive).
+      running.worker.ref();
+      signal.addEventListener('abort', abort, { once: true });
+      try {
+        running.port.postMessage({ id, task }, [port]);
+      } catch (err) {
+        // (a task structured clone refuses) the thread never hears of it
+        running.tasks.get(id)?.({ kind: 'exited', message: `the task could not be posted to its worker: ${err instanceof Error ? err.message : String(err)}` });
+      }
+    });
+  }
+
+  /** Ends every thread; tasks running or waiting end too. */
+  async destroy(): Promise<void> {
+    this.#destroyed = true;
+    for (const wake of this.#waiting.splice(0)) wake();
+    const threads = this.#threads.splice(0);
+    await Promise.all(
+      threads.map(async (thread) => {
+        const exit = closedExit();
+        for (const settle of [...thread.tasks.values()]) settle(exit);
+        await thread.worker.terminate();
+      }),
+    );
+  }
+
+  /** The least busy thread with room, a new one while there may be more, or none. */
+  #pick(): Thread | undefined {
+    // The threads to start ahead first, as the pool would have if warmed: tasks spread over them.
+    this.warm();
+    let best: Thread | undefined;
+    for (const thread of this.#threads) {
+      if (thread.tasks.size < this.#options.perThread && (!best || thread.tasks.size < best.tasks.size)) best = thread;
+      if (best?.tasks.size === 0) break;
+    }
+    if (best) return best;
+    return this.#threads.length < this.#options.max ? this.#start() : undefined;
+  }
+
+  #start(): Thread {
+    const { filename, env, execArgv, memoryMb } = this.#options;
+    const worker = new Worker(filename, {
+      // A copy: the worker's whole environment is exactly these variables.
+      env: { ...env },
+      execArgv: [...execArgv],
+      resourceLimits: { maxOldGenerationSizeMb: memoryMb },
+    });
+    worker.unref();
+    const { port1, port2 } = new MessageChannel();
+    const start: ReusedWorkerStart = { brand: BRAND, type: 'reuse', port: port2 };
+    worker.postMessage(start, [port2]);
+    const thread: Thread = { worker, port: port1, tasks: new Map(), aborted: new Set(), gone: false };
+    port1.on('message', (end: ReusedTaskEnd) => {
+      if (end?.brand !== BRAND || typeof end.id !== 'number') return;
+      thread.tasks.get(end.id)?.(end.error === undefined ? { kind: 'exited', message: 'the worker finished its task' } : { kind: 'exited', message: end.error });
+    });
+    // The port alone must not keep the process alive: the worker's ref does, while it has tasks.
+    port1.unref();
+    let error: unknown;
+    worker.on('error', (err) => (error ??= err));
+    worker.once('exit', (code) => {
+      thread.gone = true;
+      port1.close();
+      const at = this.#threads.indexOf(thread);
+      if (at >= 0) this.#threads.splice(at, 1);
+      for (const [id, settle] of [...thread.tasks]) settle(this.#exitOf(thread, id, code, error));
+      // Room for a whole thread: every waiting task looks again.
+      for (const wake of this.#waiting.splice(0)) wake();
+    });
+    this.#threads.push(thread);
+    return thread;
+  }
+
+  /** How a task of `thread` ended, the thread having exited with `code` (after `error`, if any). */
+  #exitOf(thread: Thread, id: number, code: number, error: unknown): FreshExit {
+    const exit = exitOf(code, error, thread.aborted.has(id));
+    if (exit.kind !== 'exited' || error !== undefined) return exit;
+    // Ended with its thread, which another task's signal terminated: say so.
+    if (thread.aborted.size > 0 && !thread.aborted.has(id)) return { kind: 'exited', message: 'its thread was terminated: another rollout running in it ignored its signal' };
+    // A reused thread that exits has not finished its tasks, whatever its code.
+    return { kind: 'exited', message: `its thread exited (code ${code}) while the task ran` };
+  }
+
+  /** Wakes one task waiting for room. */
+  #wake(): void {
+    this.#waiting.shift()?.();
+  }
+
+  /** Resolves when a task ends or a thread exits (or the pool is destroyed, or `signal` aborts). */
+  #room(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = (): void => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        const i = this.#waiting.indexOf(wake);
+        if (i >= 0) this.#waiting.splice(i, 1);
+        resolve();
+      };
+      this.#waiting.push(wake);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+function closedExit(): FreshExit {
+  return { kind: 'terminated', message: 'the worker pool was closed' };
+}

@@ -1,0 +1,154 @@
+/**
+ * Reused threads (src/pool/reused.ts), on a small script of their own instead of Silo's worker
+ * runtime: it takes its own port from its parent port, then tasks on that port; each task says on
+ * its port which thread runs it, then does what it says (end, wait for word, exit the thread,
+ * fill the heap, or never end). And, through an AgentPool with Silo's runtime, an agent posting on
+ * its reused worker's parent port reaches nothing.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runRollout } from '../../src/index.js';
+import { AgentPool } from '../../src/pool/pool.js';
+import { ReusedWorkers, type ReusedWorkersOptions } from '../../src/pool/reused.js';
+import { BRAND } from '../../src/protocol.js';
+import { tempDir, testWorld } from '../helpers.js';
+
+const home = tempDir('silo-reused-');
+afterAll(() => home.remove());
+
+const script = join(home.dir, 'tasks.cjs');
+writeFileSync(
+  script,
+  `const { parentPort, threadId } = require('node:worker_threads');
+parentPort.once('message', ({ port: own }) => {
+  parentPort.close();
+  own.on('message', ({ id, task: { port, then } }) => {
+    const end = () => own.postMessage({ brand: ${JSON.stringify(BRAND)}, id });
+    port.postMessage(threadId);
+    if (then === 'end') end();
+    if (then === 'wait') port.once('message', end);
+    if (then === 'fail') own.postMessage({ brand: ${JSON.stringify(BRAND)}, id, error: 'the runtime broke' });
+    if (then === 'exit') process.exit(0);
+    if (then === 'grow') { const keep = []; for (;;) keep.push(new Array(1e5).fill(keep.length)); }
+    // 'hang': never ends
+  });
+});
+`,
+);
+
+const pools: ReusedWorkers[] = [];
+afterAll(() => Promise.all(pools.map((p) => p.destroy())));
+function make(options: Partial<ReusedWorkersOptions> = {}): ReusedWorkers {
+  const pool = new ReusedWorkers({ filename: script, threads: 1, max: 1, perThread: 2, env: {}, execArgv: [], memoryMb: 64, ...options });
+  pools.push(pool);
+  return pool;
+}
+
+/** Runs a task; `thread` settles with the id of the thread that runs it; `host.postMessage` releases a waiting one. */
+function task(pool: ReusedWorkers, then: string, signal = new AbortController().signal) {
+  const { port1, port2 } = new MessageChannel();
+  const thread = new Promise<number>((resolve) => port1.once('message', resolve));
+  let settled = false;
+  const exit = pool.run({ port: port2, then }, port2, signal).then((e) => ((settled = true), e));
+  return { exit, thread, host: port1 as MessagePort, settled: () => settled };
+}
+
+const FINISHED = { kind: 'exited', message: 'the worker finished its task' };
+const tick = (ms = 100): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('ReusedWorkers', () => {
+  it('spreads tasks over the threads it starts, several at once in each, and makes a task past them wait for room', async () => {
+    const pool = make({ threads: 2, max: 2, perThread: 3 });
+    const tasks = Array.from({ length: 6 }, () => task(pool, 'wait'));
+    const threads = await Promise.all(tasks.map((t) => t.thread));
+    expect(new Set(threads).size).toBe(2);
+    for (const id of new Set(threads)) expect(threads.filter((t) => t === id)).toHaveLength(3);
+    const late = task(pool, 'end');
+    await tick();
+    expect(late.settled()).toBe(false);
+    tasks[0]!.host.postMessage('go');
+    expect(await tasks[0]!.exit).toEqual(FINISHED);
+    // The room freed is in the thread that ran it: the late task runs there.
+    expect(await late.thread).toBe(threads[0]);
+    expect(await late.exit).toEqual(FINISHED);
+    for (const t of tasks.slice(1)) t.host.postMessage('go');
+    expect(await Promise.all(tasks.slice(1).map((t) => t.exit))).toEqual(Array(5).fill(FINISHED));
+  });
+
+  it('says when the runtime could not run a task to its end', async () => {
+    const pool = make();
+    expect(await task(pool, 'fail').exit).toEqual({ kind: 'exited', message: 'the runtime broke' });
+  });
+
+  it('ends the tasks of a thread that exits, and runs the next task on a new thread', async () => {
+    const pool = make();
+    const waiting = task(pool, 'wait');
+    const exiting = task(pool, 'exit');
+    const first = await waiting.thread;
+    expect(await exiting.exit).toEqual({ kind: 'exited', message: 'its thread exited (code 0) while the task ran' });
+    expect(await waiting.exit).toEqual({ kind: 'exited', message: 'its thread exited (code 0) while the task ran' });
+    const next = task(pool, 'end');
+    expect(await next.thread).not.toBe(first);
+    expect(await next.exit).toEqual(FINISHED);
+  });
+
+  it('terminates the thread of an aborted task: it ends terminated, the other in the thread says why', async () => {
+    const pool = make();
+    const stop = new AbortController();
+    const hanging = task(pool, 'hang', stop.signal);
+    const other = task(pool, 'wait');
+    await Promise.all([hanging.thread, other.thread]);
+    stop.abort();
+    expect(await hanging.exit).toEqual({ kind: 'terminated', message: 'the worker was terminated' });
+    expect(await other.exit).toEqual({ kind: 'exited', message: 'its thread was terminated: another rollout running in it ignored its signal' });
+    expect(await task(pool, 'end').exit).toEqual(FINISHED);
+  });
+
+  it('ends the tasks of a thread out of memory as out_of_memory', async () => {
+    const pool = make({ memoryMb: 16 });
+    const growing = task(pool, 'grow');
+    const other = task(pool, 'wait');
+    expect((await growing.exit).kind).toBe('out_of_memory');
+    expect((await other.exit).kind).toBe('out_of_memory');
+  }, 30_000);
+
+  it('ends the running and the waiting tasks when destroyed', async () => {
+    const pool = make({ perThread: 1 });
+    const running = task(pool, 'hang');
+    await running.thread;
+    const waiting = task(pool, 'end');
+    await pool.destroy();
+    const closed = { kind: 'terminated', message: 'the worker pool was closed' };
+    expect(await running.exit).toEqual(closed);
+    expect(await waiting.exit).toEqual(closed);
+  });
+});
+
+describe("an agent posting on its reused worker's parent port", () => {
+  it('reaches nothing: the worker closes it once it has its own port', async () => {
+    let received = 0;
+    const emit = Worker.prototype.emit;
+    Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]) {
+      if (event === 'message') received++;
+      return emit.call(this, event, ...args);
+    } as typeof emit;
+    const pool = new AgentPool({ maxThreads: 2, reuse: true });
+    try {
+      const agent = fileURLToPath(new URL('../../fixtures/agents/hostile/posts-parent-port.mjs', import.meta.url));
+      const results = await Promise.all(
+        [1, 2].map(() => runRollout({ task: testWorld().task, agent, agentOptions: { count: 20, chars: 1_000_000 }, outDir: home.dir, pool })),
+      );
+      for (const result of results) {
+        expect(result.termination).toBe('returned');
+        expect(JSON.parse(String(result.output))).toEqual({ posted: 40, failed: 0 });
+      }
+      expect(received).toBe(0);
+    } finally {
+      Worker.prototype.emit = emit;
+      await pool.destroy();
+    }
+  }, 30_000);
+});
