@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { check, defineEnvironment, defineTask, defineTool } from '../src/index.js';
 import type { Check, Limits, ResultRecord, RunRecord, Task, Tool, TraceEvent, VerifyArgs } from '../src/index.js';
 
@@ -167,4 +168,23 @@ export function tempDir(prefix: string): { dir: string; remove: () => void } {
 export function deadPid(): number {
   const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
   return Number(child.stdout);
+}
+
+/**
+ * How many messages this process's Worker objects received from their threads' parent ports while
+ * `fn` ran (Node emits a parent port's messages on the Worker).
+ */
+export async function parentPortMessagesDuring(fn: () => Promise<void>): Promise<number> {
+  let received = 0;
+  const emit = Worker.prototype.emit;
+  Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]) {
+    if (event === 'message') received++;
+    return emit.call(this, event, ...args);
+  } as typeof emit;
+  try {
+    await fn();
+  } finally {
+    Worker.prototype.emit = emit;
+  }
+  return received;
 }

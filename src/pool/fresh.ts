@@ -67,7 +67,7 @@ export class FreshWorkers {
     while (this.#spares.length === 0 && this.#threads.size >= this.#options.max) {
       if (this.#destroyed) return destroyedExit();
       if (signal.aborted) return { kind: 'terminated', message: 'the task was aborted while it waited for a thread' };
-      await this.#room(signal);
+      await waitForRoom(this.#waiting, signal);
     }
     if (this.#destroyed) return destroyedExit();
     if (signal.aborted) return { kind: 'terminated', message: 'the task was aborted before its thread started' };
@@ -154,25 +154,30 @@ export class FreshWorkers {
     return thread;
   }
 
-  /** Resolves when a thread exits (or the pool is destroyed, or `signal` aborts). */
-  #room(signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const wake = (): void => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      const onAbort = (): void => {
-        const i = this.#waiting.indexOf(wake);
-        if (i >= 0) this.#waiting.splice(i, 1);
-        resolve();
-      };
-      this.#waiting.push(wake);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
-  }
 }
 
-function destroyedExit(): FreshExit {
+/**
+ * Resolves when a waker put in `waiting` is called (the pool has room, or is destroyed), or
+ * `signal` aborts (its waker is taken out again).
+ */
+export function waitForRoom(waiting: Array<() => void>, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const wake = (): void => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    const onAbort = (): void => {
+      const i = waiting.indexOf(wake);
+      if (i >= 0) waiting.splice(i, 1);
+      resolve();
+    };
+    waiting.push(wake);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** How a task ends whose pool was destroyed. */
+export function destroyedExit(): FreshExit {
   return { kind: 'terminated', message: 'the worker pool was closed' };
 }
 

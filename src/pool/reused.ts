@@ -17,7 +17,7 @@
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { BRAND } from '../protocol.js';
-import { exitOf, type FreshExit } from './fresh.js';
+import { destroyedExit, exitOf, waitForRoom, type FreshExit } from './fresh.js';
 
 export interface ReusedWorkersOptions {
   /** The script every worker runs. */
@@ -91,7 +91,7 @@ export class ReusedWorkers {
   async run(task: unknown, port: MessagePort, signal: AbortSignal): Promise<FreshExit> {
     let thread: Thread | undefined;
     for (;;) {
-      if (this.#destroyed) return closedExit();
+      if (this.#destroyed) return destroyedExit();
       if (signal.aborted) return { kind: 'terminated', message: 'the task was aborted while it waited for a thread' };
       try {
         thread = this.#pick();
@@ -99,7 +99,8 @@ export class ReusedWorkers {
         return { kind: 'exited', message: `the worker could not start: ${err instanceof Error ? err.message : String(err)}` };
       }
       if (thread) break;
-      await this.#room(signal);
+      // (a task ending or a thread exiting wakes it)
+      await waitForRoom(this.#waiting, signal);
     }
     const id = this.#nextId++;
     const running = thread;
@@ -134,7 +135,7 @@ export class ReusedWorkers {
     const threads = this.#threads.splice(0);
     await Promise.all(
       threads.map(async (thread) => {
-        const exit = closedExit();
+        const exit = destroyedExit();
         for (const settle of [...thread.tasks.values()]) settle(exit);
         await thread.worker.terminate();
       }),
@@ -202,25 +203,4 @@ export class ReusedWorkers {
   #wake(): void {
     this.#waiting.shift()?.();
   }
-
-  /** Resolves when a task ends or a thread exits (or the pool is destroyed, or `signal` aborts). */
-  #room(signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const wake = (): void => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      const onAbort = (): void => {
-        const i = this.#waiting.indexOf(wake);
-        if (i >= 0) this.#waiting.splice(i, 1);
-        resolve();
-      };
-      this.#waiting.push(wake);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-}
-
-function closedExit(): FreshExit {
-  return { kind: 'terminated', message: 'the worker pool was closed' };
 }

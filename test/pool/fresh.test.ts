@@ -7,12 +7,12 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runRollout } from '../../src/index.js';
 import { FreshWorkers, type FreshWorkersOptions } from '../../src/pool/fresh.js';
 import { AgentPool } from '../../src/pool/pool.js';
-import { tempDir, testWorld } from '../helpers.js';
+import { parentPortMessagesDuring, tempDir, testWorld } from '../helpers.js';
 
 const home = tempDir('silo-fresh-');
 afterAll(() => home.remove());
@@ -131,24 +131,16 @@ new FreshWorkers({ filename: ${JSON.stringify(script)}, spares: 2, max: 2, env: 
 
 describe("an agent posting on its worker's parent port", () => {
   it('reaches nothing: the port is closed once the worker has its task', async () => {
-    // What the host's Worker objects receive from their threads (Node emits a parent port's
-    // messages on the Worker).
-    let received = 0;
-    const emit = Worker.prototype.emit;
-    Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]) {
-      if (event === 'message') received++;
-      return emit.call(this, event, ...args);
-    } as typeof emit;
     const pool = new AgentPool({ maxThreads: 1, minThreads: 0 });
     try {
-      const world = testWorld();
-      const agent = fileURLToPath(new URL('../../fixtures/agents/hostile/posts-parent-port.mjs', import.meta.url));
-      const result = await runRollout({ task: world.task, agent, agentOptions: { count: 20, chars: 1_000_000 }, outDir: home.dir, pool });
-      expect(result.termination).toBe('returned');
-      expect(JSON.parse(String(result.output))).toEqual({ posted: 40, failed: 0 });
+      const received = await parentPortMessagesDuring(async () => {
+        const agent = fileURLToPath(new URL('../../fixtures/agents/hostile/posts-parent-port.mjs', import.meta.url));
+        const result = await runRollout({ task: testWorld().task, agent, agentOptions: { count: 20, chars: 1_000_000 }, outDir: home.dir, pool });
+        expect(result.termination).toBe('returned');
+        expect(JSON.parse(String(result.output))).toEqual({ posted: 40, failed: 0 });
+      });
       expect(received).toBe(0);
     } finally {
-      Worker.prototype.emit = emit;
       await pool.destroy();
     }
   }, 30_000);

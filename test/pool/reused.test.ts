@@ -8,13 +8,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runRollout } from '../../src/index.js';
 import { AgentPool } from '../../src/pool/pool.js';
 import { ReusedWorkers, type ReusedWorkersOptions } from '../../src/pool/reused.js';
 import { BRAND } from '../../src/protocol.js';
-import { tempDir, testWorld } from '../helpers.js';
+import { parentPortMessagesDuring, tempDir, testWorld } from '../helpers.js';
 
 const home = tempDir('silo-reused-');
 afterAll(() => home.remove());
@@ -129,25 +129,20 @@ describe('ReusedWorkers', () => {
 
 describe("an agent posting on its reused worker's parent port", () => {
   it('reaches nothing: the worker closes it once it has its own port', async () => {
-    let received = 0;
-    const emit = Worker.prototype.emit;
-    Worker.prototype.emit = function (this: Worker, event: string | symbol, ...args: unknown[]) {
-      if (event === 'message') received++;
-      return emit.call(this, event, ...args);
-    } as typeof emit;
     const pool = new AgentPool({ maxThreads: 2, reuse: true });
     try {
-      const agent = fileURLToPath(new URL('../../fixtures/agents/hostile/posts-parent-port.mjs', import.meta.url));
-      const results = await Promise.all(
-        [1, 2].map(() => runRollout({ task: testWorld().task, agent, agentOptions: { count: 20, chars: 1_000_000 }, outDir: home.dir, pool })),
-      );
-      for (const result of results) {
-        expect(result.termination).toBe('returned');
-        expect(JSON.parse(String(result.output))).toEqual({ posted: 40, failed: 0 });
-      }
+      const received = await parentPortMessagesDuring(async () => {
+        const agent = fileURLToPath(new URL('../../fixtures/agents/hostile/posts-parent-port.mjs', import.meta.url));
+        const results = await Promise.all(
+          [1, 2].map(() => runRollout({ task: testWorld().task, agent, agentOptions: { count: 20, chars: 1_000_000 }, outDir: home.dir, pool })),
+        );
+        for (const result of results) {
+          expect(result.termination).toBe('returned');
+          expect(JSON.parse(String(result.output))).toEqual({ posted: 40, failed: 0 });
+        }
+      });
       expect(received).toBe(0);
     } finally {
-      Worker.prototype.emit = emit;
       await pool.destroy();
     }
   }, 30_000);
