@@ -142,7 +142,15 @@ async function silo(pool, task, out) {
  */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
 
-/** Measures both rows, `rounds` turns of each (the first round of each is not counted). */
+/**
+ * Rounds of each row run first and not counted. The first rounds of a process are slower for both
+ * sides, and for Silo more (seen here: a round's µs per call falling from ~2-4× its settled value
+ * over its first ~5 rounds, the bare hops' too, also when the process first sat idle for 6 s): the
+ * rows are about the thousands of calls of an eval, so they are measured once that has settled.
+ */
+const WARMUP_ROUNDS = 5;
+
+/** Measures both rows, `rounds` turns of each after WARMUP_ROUNDS turns not counted. */
 export async function benchToolCall({ rounds = 7, only } = {}) {
   const out = mkdtempSync(join(tmpdir(), 'silo-bench-toolcall-'));
   const task = (await loadTasks([join(root, 'fixtures/bench/tasks.mjs')])).find((t) => t.task.id === `bench/calls-${CALLS}`).task;
@@ -152,12 +160,12 @@ export async function benchToolCall({ rounds = 7, only } = {}) {
       const pool = new AgentPool({ maxThreads: 2 });
       const bare = [];
       const mine = [];
-      for (let i = 0; i <= rounds; i++) {
+      for (let i = 0; i < WARMUP_ROUNDS + rounds; i++) {
         await settle();
         const b = await bareThread();
         await settle();
         const s = await silo(pool, task, out);
-        if (i === 0) continue;
+        if (i < WARMUP_ROUNDS) continue;
         bare.push(b);
         mine.push(s);
       }
@@ -168,12 +176,12 @@ export async function benchToolCall({ rounds = 7, only } = {}) {
       const pool = new SandboxPool({ maxThreads: 2, warn: () => {} });
       const bare = [];
       const mine = [];
-      for (let i = 0; i <= rounds; i++) {
+      for (let i = 0; i < WARMUP_ROUNDS + rounds; i++) {
         await settle();
         const b = await bareProcess();
         await settle();
         const s = await silo(pool, task, out);
-        if (i === 0) continue;
+        if (i < WARMUP_ROUNDS) continue;
         bare.push(b);
         mine.push(s);
       }

@@ -83,7 +83,51 @@ describe('the sealed link', () => {
     expect(broken[0]).toMatch(/a frame of \d+ bytes/);
   });
 
-  it('does not open a frame sent the other way (the direction is part of the nonce)', () => {
+  it('carries frames whatever the chunks: headers split from their bodies, several frames in one chunk', () => {
+    const { writer, reader, got, broken, bytes } = pair();
+    // Lengths that are and are not whole cipher blocks: the key stream runs on across frames.
+    const texts = Array.from({ length: 40 }, (_, i) => `${i}:${'é'.repeat((i * 37) % 300)}`);
+    for (const [i, text] of texts.entries()) writer.text(i, text);
+    const wire = bytes();
+    // Cut at varied places (a fixed pattern, so the test is the same every time).
+    let at = 0;
+    for (let i = 0; at < wire.length; i++) {
+      const size = [1, 3, 4, 5, 17, 64, 700, 2][i % 8]!;
+      reader.push(wire.subarray(at, at + size));
+      at += size;
+    }
+    expect(broken).toEqual([]);
+    expect(got).toEqual(texts.map((text, id) => ({ kind: 'text', id, text })));
+  });
+
+  it('breaks on a frame sent twice, on a changed length and on a changed tag', () => {
+    const replay = pair();
+    replay.writer.text(1, 'once');
+    const frame = replay.bytes();
+    replay.reader.push(frame);
+    replay.reader.push(frame);
+    expect(replay.got).toHaveLength(1);
+    expect(replay.broken).toHaveLength(1);
+
+    // One byte fewer in the length (the tag covers the length, and is no longer where it was).
+    const length = pair();
+    length.writer.text(1, 'length');
+    const cut = length.bytes();
+    cut.writeUInt32BE(cut.readUInt32BE(0) - 1, 0);
+    length.reader.push(cut.subarray(0, cut.length - 1));
+    expect(length.got).toEqual([]);
+    expect(length.broken).toHaveLength(1);
+
+    const tag = pair();
+    tag.writer.text(1, 'tag');
+    const wire = tag.bytes();
+    wire[wire.length - 1]! ^= 0x80;
+    tag.reader.push(wire);
+    expect(tag.got).toEqual([]);
+    expect(tag.broken).toHaveLength(1);
+  });
+
+  it('does not open a frame sent the other way (each way has keys of its own)', () => {
     const key = newKey();
     const wire: Buffer[] = [];
     const socket = { destroyed: false, write: (b: Buffer) => wire.push(Buffer.from(b)) } as unknown as Socket;

@@ -1,0 +1,112 @@
+/**
+ * What seals the link's frames (link.ts), one direction at a time: AES-256 in counter mode and
+ * HMAC-SHA256, both exactly as Node's own (`createCipheriv('aes-256-ctr')` over all the frames
+ * in order, `createHmac('sha256')` over each), made cheap for the small frames a tool call sends.
+ *
+ * A cipher or an HMAC object per frame costs ~3–10 µs to make and to collect, and a tool call
+ * through the sandbox crosses four frames. Here nothing is made per frame: the key stream is drawn
+ * from one cipher a few KiB at a time, and a small frame's HMAC is two one-shot SHA-256 hashes
+ * (RFC 2104: H(K ⊕ opad ‖ H(K ⊕ ipad ‖ message))).
+ */
+import * as crypto from 'node:crypto';
+import { createCipheriv, createHmac, createSecretKey, hkdfSync, type Cipher, type KeyObject } from 'node:crypto';
+
+/** The key stream drawn ahead, bytes (a whole number of AES blocks). */
+const STREAM_AHEAD_BYTES = 16 * 1024;
+const ZEROS = Buffer.alloc(STREAM_AHEAD_BYTES);
+/** Past this many bytes, a frame goes through the cipher itself rather than byte by byte here. */
+const STREAM_DIRECT_BYTES = 4 * 1024;
+/** Up to this many bytes, a frame's HMAC is two one-shot hashes; past it, Node's Hmac (no copy of the frame). */
+const MAC_ONE_SHOT_BYTES = 8 * 1024;
+/** SHA-256's block, bytes. */
+const BLOCK = 64;
+
+/** Node 20.12 and later: a hash in one call, no object. */
+const hashOnce = (crypto as { hash?: (algorithm: string, data: Buffer, encoding: 'buffer') => Buffer }).hash;
+
+/** One direction's two keys, derived from the link's key with HKDF-SHA256. */
+export function directionKeys(key: Buffer, direction: number): { stream: KeyStream; mac: FrameMac } {
+  const bytes = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `silo link ${direction}`, 64));
+  try {
+    return { stream: new KeyStream(bytes.subarray(0, 32)), mac: new FrameMac(bytes.subarray(32)) };
+  } finally {
+    bytes.fill(0);
+  }
+}
+
+/** AES-256-CTR's key stream from block 0 (each direction has a key of its own), applied in order. */
+export class KeyStream {
+  readonly #cipher: Cipher;
+  #ahead: Buffer = Buffer.alloc(0);
+  #at = 0;
+
+  constructor(key: Buffer) {
+    this.#cipher = createCipheriv('aes-256-ctr', createSecretKey(key), Buffer.alloc(16));
+  }
+
+  /** `input` XOR the next `input.length` bytes of the stream, written into `output` at `offset`. */
+  apply(input: Buffer, output: Buffer, offset: number): void {
+    let done = 0;
+    while (done < input.length) {
+      if (this.#at === this.#ahead.length) {
+        // All drawn ahead is used: the cipher stands where this frame goes on, and a long frame
+        // is faster through it than byte by byte.
+        if (input.length - done > STREAM_DIRECT_BYTES) {
+          this.#cipher.update(input.subarray(done)).copy(output, offset + done);
+          return;
+        }
+        this.#ahead = this.#cipher.update(ZEROS);
+        this.#at = 0;
+      }
+      const n = Math.min(input.length - done, this.#ahead.length - this.#at);
+      const ahead = this.#ahead;
+      const at = this.#at;
+      for (let i = 0; i < n; i++) output[offset + done + i] = input[done + i]! ^ ahead[at + i]!;
+      this.#at += n;
+      done += n;
+    }
+  }
+}
+
+/** HMAC-SHA256 of a frame's number and its bytes. */
+export class FrameMac {
+  readonly #key: KeyObject;
+  /** The key XOR ipad, and XOR opad (the key is shorter than a block: zero-padded). */
+  readonly #inner = Buffer.alloc(BLOCK, 0x36);
+  readonly #outer = Buffer.alloc(BLOCK, 0x5c);
+
+  constructor(key: Buffer) {
+    this.#key = createSecretKey(key);
+    for (let i = 0; i < key.length; i++) {
+      this.#inner[i]! ^= key[i]!;
+      this.#outer[i]! ^= key[i]!;
+    }
+  }
+
+  /** HMAC-SHA256(number (8 bytes, big-endian) ‖ bytes). */
+  of(number: number, bytes: Buffer): Buffer {
+    if (hashOnce === undefined || bytes.length > MAC_ONE_SHOT_BYTES) {
+      return createHmac('sha256', this.#key).update(numberBytes(number)).update(bytes).digest();
+    }
+    const inner = Buffer.allocUnsafe(BLOCK + 8 + bytes.length);
+    this.#inner.copy(inner, 0);
+    writeNumber(inner, BLOCK, number);
+    bytes.copy(inner, BLOCK + 8);
+    const outer = Buffer.allocUnsafe(BLOCK + 32);
+    this.#outer.copy(outer, 0);
+    hashOnce('sha256', inner, 'buffer').copy(outer, BLOCK);
+    return hashOnce('sha256', outer, 'buffer');
+  }
+}
+
+function numberBytes(number: number): Buffer {
+  const bytes = Buffer.allocUnsafe(8);
+  writeNumber(bytes, 0, number);
+  return bytes;
+}
+
+/** Frames are counted in a double: exact far past any number of frames a sandbox will see. */
+function writeNumber(into: Buffer, at: number, number: number): void {
+  into.writeUInt32BE(Math.floor(number / 2 ** 32), at);
+  into.writeUInt32BE(number >>> 0, at + 4);
+}

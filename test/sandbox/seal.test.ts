@@ -1,0 +1,74 @@
+/** The link's key stream and tags (src/sandbox/seal.ts) are Node's AES-256-CTR and HMAC-SHA256, exactly. */
+import { describe, expect, it } from 'vitest';
+import { createCipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { directionKeys, FrameMac, KeyStream } from '../../src/sandbox/seal.js';
+
+describe('the key stream', () => {
+  it('is AES-256-CTR from block 0 over the frames in order, whatever their sizes', () => {
+    const key = randomBytes(32);
+    const stream = new KeyStream(key);
+    // Small and odd-sized frames, one past the bytes drawn ahead, long ones that go through the
+    // cipher directly (also right after a short one, mid-block), and small ones again.
+    const sizes = [1, 15, 16, 17, 150, 5_000, 3, 20_000, 16_384, 7, 100_000, 33, 1, 4_097, 9];
+    const frames = sizes.map((size) => randomBytes(size));
+    const mine = frames.map((frame) => {
+      const out = Buffer.alloc(frame.length + 6, 0xee);
+      stream.apply(frame, out, 3);
+      // Only the frame's place in `out` is written.
+      expect(out.subarray(0, 3)).toEqual(Buffer.alloc(3, 0xee));
+      expect(out.subarray(out.length - 3)).toEqual(Buffer.alloc(3, 0xee));
+      return out.subarray(3, out.length - 3);
+    });
+    const node = createCipheriv('aes-256-ctr', key, Buffer.alloc(16)).update(Buffer.concat(frames));
+    expect(Buffer.concat(mine).equals(node)).toBe(true);
+  });
+
+  it('deciphers what it enciphered (a reader with the same key, in the same order)', () => {
+    const key = randomBytes(32);
+    const writer = new KeyStream(key);
+    const reader = new KeyStream(key);
+    for (const size of [12, 9_000, 40, 70_000, 5]) {
+      const plain = randomBytes(size);
+      const sealed = Buffer.alloc(size);
+      writer.apply(plain, sealed, 0);
+      expect(sealed.equals(plain)).toBe(false);
+      const opened = Buffer.alloc(size);
+      reader.apply(sealed, opened, 0);
+      expect(opened.equals(plain)).toBe(true);
+    }
+  });
+});
+
+describe('the tag', () => {
+  it('is HMAC-SHA256 of the frame number (8 bytes, big-endian) and the bytes, small frames and large', () => {
+    const key = randomBytes(32);
+    const mac = new FrameMac(key);
+    for (const [number, size] of [[0, 0], [1, 20], [2 ** 32 + 5, 300], [7, 8_192], [8, 8_193], [9, 200_000]] as const) {
+      const bytes = randomBytes(size);
+      const prefix = Buffer.alloc(8);
+      prefix.writeUInt32BE(Math.floor(number / 2 ** 32), 0);
+      prefix.writeUInt32BE(number >>> 0, 4);
+      const node = createHmac('sha256', key).update(prefix).update(bytes).digest();
+      expect(mac.of(number, bytes).equals(node)).toBe(true);
+    }
+  });
+});
+
+describe('the keys of a direction', () => {
+  it('are HKDF-SHA256 of the link key: the key stream under the first 32 bytes, the tag under the last', () => {
+    const key = randomBytes(32);
+    const derived = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'silo link 2', 64));
+    const { stream, mac } = directionKeys(key, 2);
+    const plain = randomBytes(100);
+    const out = Buffer.alloc(100);
+    stream.apply(plain, out, 0);
+    expect(out.equals(createCipheriv('aes-256-ctr', derived.subarray(0, 32), Buffer.alloc(16)).update(plain))).toBe(true);
+    expect(mac.of(0, plain).equals(new FrameMac(derived.subarray(32)).of(0, plain))).toBe(true);
+    // The other direction has keys of its own.
+    const other = directionKeys(key, 1);
+    const theirs = Buffer.alloc(100);
+    other.stream.apply(plain, theirs, 0);
+    expect(theirs.equals(out)).toBe(false);
+    expect(other.mac.of(0, plain).equals(mac.of(0, plain))).toBe(false);
+  });
+});
