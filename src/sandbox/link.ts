@@ -241,7 +241,10 @@ export class FrameReader {
     if (!timingSafeEqual(this.#mac.of(this.#counter++, frame.subarray(0, end)).subarray(0, TAG_BYTES), frame.subarray(end))) {
       return this.#break('a frame that does not open under the key (forged, or one before it is missing)');
     }
-    const plain = Buffer.allocUnsafe(end - HEADER_BYTES);
+    // A buffer of its own, never a slice of Node's shared pool: V8's deserializer hands back
+    // typed arrays as views of it, and a view posted to a worker takes its whole backing memory
+    // along (the pool would hold other frames' plaintext and the tag keys' pads).
+    const plain = Buffer.allocUnsafeSlow(end - HEADER_BYTES);
     this.#stream.apply(frame.subarray(HEADER_BYTES, end), plain, 0);
     let incoming: Incoming;
     try {

@@ -5,8 +5,11 @@
  *
  * A cipher or an HMAC object per frame costs ~3–10 µs to make and to collect, and a tool call
  * through the sandbox crosses four frames. Here nothing is made per frame: the key stream is drawn
- * from one cipher a few KiB at a time, and a small frame's HMAC is two one-shot SHA-256 hashes
+ * from one cipher 16 KiB at a time, and a small frame's HMAC is two one-shot SHA-256 hashes
  * (RFC 2104: H(K ⊕ opad ‖ H(K ⊕ ipad ‖ message))).
+ *
+ * Nothing keyed goes through Node's shared buffer pool (`Buffer.allocUnsafe` of small sizes):
+ * the pads and the hashes' input live in buffers of their own.
  */
 import * as crypto from 'node:crypto';
 import { createCipheriv, createHmac, createSecretKey, hkdfSync, type Cipher, type KeyObject } from 'node:crypto';
@@ -30,6 +33,7 @@ export function directionKeys(key: Buffer, direction: number): { stream: KeyStre
   try {
     return { stream: new KeyStream(bytes.subarray(0, 32)), mac: new FrameMac(bytes.subarray(32)) };
   } finally {
+    // (Hygiene, not a barrier: the pads derived from the tag key stay in FrameMac.)
     bytes.fill(0);
   }
 }
@@ -71,12 +75,14 @@ export class KeyStream {
 /** HMAC-SHA256 of a frame's number and its bytes. */
 export class FrameMac {
   readonly #key: KeyObject;
-  /** The key XOR ipad, and XOR opad (the key is shorter than a block: zero-padded). */
-  readonly #inner = Buffer.alloc(BLOCK, 0x36);
-  readonly #outer = Buffer.alloc(BLOCK, 0x5c);
+  /** The key XOR ipad, then the frame's number and bytes: the inner hash's input, reused. */
+  readonly #inner = Buffer.alloc(BLOCK + 8 + MAC_ONE_SHOT_BYTES, 0x36);
+  /** The key XOR opad, then the inner hash: the outer hash's input, reused. */
+  readonly #outer = Buffer.alloc(BLOCK + 32, 0x5c);
 
   constructor(key: Buffer) {
     this.#key = createSecretKey(key);
+    // (The key is shorter than a block: zero-padded, so the pads stand as they are past it.)
     for (let i = 0; i < key.length; i++) {
       this.#inner[i]! ^= key[i]!;
       this.#outer[i]! ^= key[i]!;
@@ -86,23 +92,15 @@ export class FrameMac {
   /** HMAC-SHA256(number (8 bytes, big-endian) ‖ bytes). */
   of(number: number, bytes: Buffer): Buffer {
     if (hashOnce === undefined || bytes.length > MAC_ONE_SHOT_BYTES) {
-      return createHmac('sha256', this.#key).update(numberBytes(number)).update(bytes).digest();
+      const prefix = Buffer.alloc(8);
+      writeNumber(prefix, 0, number);
+      return createHmac('sha256', this.#key).update(prefix).update(bytes).digest();
     }
-    const inner = Buffer.allocUnsafe(BLOCK + 8 + bytes.length);
-    this.#inner.copy(inner, 0);
-    writeNumber(inner, BLOCK, number);
-    bytes.copy(inner, BLOCK + 8);
-    const outer = Buffer.allocUnsafe(BLOCK + 32);
-    this.#outer.copy(outer, 0);
-    hashOnce('sha256', inner, 'buffer').copy(outer, BLOCK);
-    return hashOnce('sha256', outer, 'buffer');
+    writeNumber(this.#inner, BLOCK, number);
+    bytes.copy(this.#inner, BLOCK + 8);
+    hashOnce('sha256', this.#inner.subarray(0, BLOCK + 8 + bytes.length), 'buffer').copy(this.#outer, BLOCK);
+    return hashOnce('sha256', this.#outer, 'buffer');
   }
-}
-
-function numberBytes(number: number): Buffer {
-  const bytes = Buffer.allocUnsafe(8);
-  writeNumber(bytes, 0, number);
-  return bytes;
 }
 
 /** Frames are counted in a double: exact far past any number of frames a sandbox will see. */

@@ -127,6 +127,29 @@ describe('the sealed link', () => {
     expect(tag.broken).toHaveLength(1);
   });
 
+  it('hands out typed arrays backed by their own frame only, never by memory shared with other frames', () => {
+    const { writer, reader, got, broken, bytes } = pair();
+    writer.text(1, '{"result":"neighbour-secret-4711"}');
+    writer.toWorker(2, { type: 'result', result: { ok: true, value: { b: new Uint8Array([1, 2, 3]) } } });
+    reader.push(bytes());
+    expect(broken).toEqual([]);
+    const view = (got[1] as { message: { result: { value: { b: Uint8Array } } } }).message.result.value.b;
+    expect([...view]).toEqual([1, 2, 3]);
+    // Posted to a worker, a view takes its whole backing memory along: it must be this frame's.
+    expect(view.buffer.byteLength).toBeLessThan(100);
+    expect(Buffer.from(view.buffer).includes('neighbour-secret')).toBe(false);
+  });
+
+  it('breaks on two frames in the wrong order', () => {
+    const { writer, reader, got, broken, bytes } = pair();
+    writer.text(1, 'first');
+    const first = bytes();
+    writer.text(1, 'second');
+    reader.push(Buffer.concat([bytes(), first]));
+    expect(got).toEqual([]);
+    expect(broken).toHaveLength(1);
+  });
+
   it('does not open a frame sent the other way (each way has keys of its own)', () => {
     const key = newKey();
     const wire: Buffer[] = [];

@@ -1,5 +1,5 @@
 /** The link's key stream and tags (src/sandbox/seal.ts) are Node's AES-256-CTR and HMAC-SHA256, exactly. */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createCipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { directionKeys, FrameMac, KeyStream } from '../../src/sandbox/seal.js';
 
@@ -50,6 +50,38 @@ describe('the tag', () => {
       prefix.writeUInt32BE(number >>> 0, 4);
       const node = createHmac('sha256', key).update(prefix).update(bytes).digest();
       expect(mac.of(number, bytes).equals(node)).toBe(true);
+    }
+  });
+});
+
+describe('the tag without crypto.hash (Node before 20.12)', () => {
+  it('is the same HMAC, from Node\'s Hmac', async () => {
+    vi.resetModules();
+    vi.doMock('node:crypto', async (original) => ({ ...(await original<typeof import('node:crypto')>()), hash: undefined }));
+    try {
+      const { FrameMac: WithoutHash } = await import('../../src/sandbox/seal.js');
+      const key = randomBytes(32);
+      const bytes = randomBytes(300);
+      const prefix = Buffer.from([0, 0, 0, 0, 0, 0, 0, 3]);
+      expect(new WithoutHash(key).of(3, bytes).equals(createHmac('sha256', key).update(prefix).update(bytes).digest())).toBe(true);
+    } finally {
+      vi.doUnmock('node:crypto');
+      vi.resetModules();
+    }
+  });
+});
+
+describe('what is keyed', () => {
+  it('stays out of Node\'s shared buffer pool (the pads of the tag key)', () => {
+    const key = randomBytes(32);
+    const mac = new FrameMac(key);
+    const pad = Buffer.alloc(32);
+    for (let i = 0; i < 32; i++) pad[i] = key[i]! ^ 0x36;
+    for (const size of [10, 200, 2_000]) {
+      mac.of(1, randomBytes(size));
+      // The pool small allocations come from now (a tag's scratch would be in it).
+      const pool = Buffer.from(Buffer.allocUnsafe(1).buffer);
+      expect(pool.includes(pad)).toBe(false);
     }
   });
 });
