@@ -165,8 +165,12 @@ describe('--agent openai:<model>', () => {
       // The request was aborted and the agent threw within the grace period; had the signal not
       // reached the request, the agent would still be waiting when its worker was terminated.
       expect(eventsOf(files.trace, 'agent_threw')).toEqual([expect.objectContaining({ error: expect.objectContaining({ message: expect.stringMatching(/abort/i) }) })]);
-      // The gateway saw the agent go and gave up the request upstream: recorded, not retried.
-      expect(eventsOf(files.trace, 'model_call')).toEqual([expect.objectContaining({ status: null, error: 'aborted: the agent closed the connection' })]);
+      // The gateway gave up the request upstream: recorded once, not retried. Which of two ends it
+      // hears of first is a race on a loaded machine: the agent's connection closing (the usual
+      // case), or the agent phase ending once the agent has thrown (seen under the full suite).
+      expect(eventsOf(files.trace, 'model_call')).toEqual([
+        expect.objectContaining({ status: null, error: expect.stringMatching(/^aborted: (the agent closed the connection|the rollout's agent phase ended)$/) }),
+      ]);
     } finally {
       await gateway.close();
       await server.close();
