@@ -132,13 +132,7 @@ export class FreshWorkers {
   }
 
   #start(): Thread {
-    const { filename, env, execArgv, memoryMb } = this.#options;
-    const worker = new Worker(filename, {
-      // A copy: the worker's whole environment is exactly these variables.
-      env: { ...env },
-      execArgv: [...execArgv],
-      resourceLimits: { maxOldGenerationSizeMb: memoryMb },
-    });
+    const worker = newWorker(this.#options);
     let error: unknown;
     worker.on('error', (err) => (error ??= err));
     let exited!: (exit: FreshExit) => void;
@@ -173,6 +167,16 @@ export function waitForRoom(waiting: Array<() => void>, signal: AbortSignal): Pr
     };
     waiting.push(wake);
     signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** A worker running `filename` with exactly `env`, the flags `execArgv` and a heap of `memoryMb`. */
+export function newWorker({ filename, env, execArgv, memoryMb }: Pick<FreshWorkersOptions, 'filename' | 'env' | 'execArgv' | 'memoryMb'>): Worker {
+  return new Worker(filename, {
+    // A copy: the worker's whole environment is exactly these variables.
+    env: { ...env },
+    execArgv: [...execArgv],
+    resourceLimits: { maxOldGenerationSizeMb: memoryMb },
   });
 }
 

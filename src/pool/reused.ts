@@ -15,9 +15,9 @@
  * puts a second task on a worker running an abortable one); it also left the worker's parent port
  * open to the agents as its own channel.
  */
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { BRAND } from '../protocol.js';
-import { destroyedExit, exitOf, waitForRoom, type FreshExit } from './fresh.js';
+import { destroyedExit, exitOf, newWorker, waitForRoom, type FreshExit } from './fresh.js';
 
 export interface ReusedWorkersOptions {
   /** The script every worker runs. */
@@ -156,13 +156,7 @@ export class ReusedWorkers {
   }
 
   #start(): Thread {
-    const { filename, env, execArgv, memoryMb } = this.#options;
-    const worker = new Worker(filename, {
-      // A copy: the worker's whole environment is exactly these variables.
-      env: { ...env },
-      execArgv: [...execArgv],
-      resourceLimits: { maxOldGenerationSizeMb: memoryMb },
-    });
+    const worker = newWorker(this.#options);
     worker.unref();
     const { port1, port2 } = new MessageChannel();
     const start: ReusedWorkerStart = { brand: BRAND, type: 'reuse', port: port2 };
