@@ -48,10 +48,11 @@ const bareRunScript = (agent, expect = 'function') => `
 
 /**
  * Measures both cases; `rounds` turns of each. `task`/`taskId`/`agent`: the cold run's (by default
- * the bench's trivial task and agent).
+ * the bench's trivial task and agent). `out`: a folder to write the runs under, left for the caller
+ * to remove (without it, a temporary folder removed at the end).
  */
-export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs', taskId = 'bench/calls-0', agent = 'fixtures/agents/bench-caller.mjs' } = {}) {
-  const out = mkdtempSync(join(tmpdir(), 'silo-bench-cold-'));
+export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs', taskId = 'bench/calls-0', agent = 'fixtures/agents/bench-caller.mjs', out: under } = {}) {
+  const out = mkdtempSync(join(under ?? tmpdir(), 'silo-bench-cold-'));
   const runArgs = ['run', task, '-t', taskId, '--agent', agent, '--out', out, '--json'];
   const samples = { node: [], version: [], bare: [], run: [], versionRatio: [], runRatio: [] };
   const parts = [];
@@ -103,10 +104,10 @@ export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs',
       });
     }
   } finally {
-    rmSync(out, { recursive: true, force: true });
+    if (under === undefined) rmSync(out, { recursive: true, force: true });
   }
   const breakdown = Object.fromEntries(Object.keys(parts[0]).map((k) => [k, round(median(parts.map((p) => p[k])))]));
-  const heavy = await benchHeavy(rounds);
+  const heavy = await benchHeavy(rounds, under);
   return {
     heavy,
     cli: { nodeMs: round(median(samples.node)), versionMs: round(median(samples.version)), ratio: round(median(samples.versionRatio), 2), target: 2 },
@@ -115,8 +116,8 @@ export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs',
 }
 
 /** `silo run` of the heavy agent against a bare worker (in a child process) importing the SDK. */
-async function benchHeavy(rounds) {
-  const out = mkdtempSync(join(tmpdir(), 'silo-bench-heavy-'));
+async function benchHeavy(rounds, under) {
+  const out = mkdtempSync(join(under ?? tmpdir(), 'silo-bench-heavy-'));
   const sdk = createRequire(join(root, 'package.json')).resolve('@modelcontextprotocol/sdk/client/index.js');
   const args = [BIN, 'run', 'fixtures/bench/tasks.mjs', '-t', 'bench/calls-0', '--agent', 'fixtures/agents/heavy-sdk.ts', '--out', out];
   const bare = [];
@@ -136,7 +137,7 @@ async function benchHeavy(rounds) {
       ratio.push(r.ms / b.ms);
     }
   } finally {
-    rmSync(out, { recursive: true, force: true });
+    if (under === undefined) rmSync(out, { recursive: true, force: true });
   }
   return { bareMs: round(median(bare)), runMs: round(median(run)), ratio: round(median(ratio), 2), target: 1 };
 }

@@ -47,8 +47,13 @@ function probeMs() {
   );
 }
 
-/** Measures every available level; returns the numbers (levels not available here are left out). */
-export async function benchSandboxLevels({ colds = 5, warms = 30, out = mkdtempSync(join(tmpdir(), 'silo-bench-sandbox-')) } = {}) {
+/**
+ * Measures every available level; returns the numbers (levels not available here are left out).
+ * `out`: a folder to write the runs under, left for the caller to remove (without it, a temporary
+ * folder removed at the end).
+ */
+export async function benchSandboxLevels({ colds = 5, warms = 30, out: under } = {}) {
+  const out = mkdtempSync(join(under ?? tmpdir(), 'silo-bench-sandbox-'));
   const tasks = new Map((await loadTasks([join(root, 'fixtures/bench/tasks.mjs')])).map((t) => [t.task.id, t.task]));
   const agent = join(root, 'fixtures/agents/bench-caller.mjs');
   const levels = ['process', 'unshare', 'bwrap'].filter((level) => unavailable(level) === null);
@@ -92,7 +97,7 @@ export async function benchSandboxLevels({ colds = 5, warms = 30, out = mkdtempS
     call[level] = median(calls);
     await pool.destroy();
   }
-  rmSync(out, { recursive: true, force: true });
+  if (under === undefined) rmSync(out, { recursive: true, force: true });
   return {
     bareProcessMs: round(median(bare)),
     ...(probes.length ? { probeMs: round(median(probes)) } : {}),

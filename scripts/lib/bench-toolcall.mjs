@@ -132,7 +132,6 @@ async function silo(pool, task, out) {
     .filter((line) => line.includes('"type":"tool_call"'))
     .map((line) => JSON.parse(line).t);
   if (times.length !== CALLS) throw new Error(`bench rollout recorded ${times.length} calls`);
-  rmSync(r.runDir, { recursive: true, force: true });
   return period(times);
 }
 
@@ -150,9 +149,13 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
  */
 const WARMUP_ROUNDS = 5;
 
-/** Measures both rows, `rounds` turns of each after WARMUP_ROUNDS turns not counted. */
-export async function benchToolCall({ rounds = 7, only } = {}) {
-  const out = mkdtempSync(join(tmpdir(), 'silo-bench-toolcall-'));
+/**
+ * Measures both rows, `rounds` turns of each after WARMUP_ROUNDS turns not counted. `out`: a folder
+ * to write the runs under, left for the caller to remove (without it, a temporary folder removed at
+ * the end).
+ */
+export async function benchToolCall({ rounds = 7, only, out: under } = {}) {
+  const out = mkdtempSync(join(under ?? tmpdir(), 'silo-bench-toolcall-'));
   const task = (await loadTasks([join(root, 'fixtures/bench/tasks.mjs')])).find((t) => t.task.id === `bench/calls-${CALLS}`).task;
   const result = {};
   try {
@@ -189,7 +192,7 @@ export async function benchToolCall({ rounds = 7, only } = {}) {
       await pool.destroy();
     }
   } finally {
-    rmSync(out, { recursive: true, force: true });
+    if (under === undefined) rmSync(out, { recursive: true, force: true });
   }
   return result;
 }
@@ -218,6 +221,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     return i < 0 ? undefined : process.argv[i + 1];
   };
   const cpus = allowedCpus();
-  const r = { cpus, pinned: cpus === '0', ...(await benchToolCall({ rounds: Number(arg('--rounds') ?? 7), only: arg('--only') })) };
+  const r = { cpus, pinned: cpus === '0', ...(await benchToolCall({ rounds: Number(arg('--rounds') ?? 7), only: arg('--only'), out: arg('--out') })) };
   console.log(process.argv.includes('--json') ? JSON.stringify(r) : describeToolCall(r));
 }
