@@ -13,6 +13,7 @@ import type { SandboxLevel } from '../sandbox/jail.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
 import { FreshWorkers } from './fresh.js';
 import { ReusedWorkers } from './reused.js';
+import { copyForWorker } from './views.js';
 
 /**
  * Workers kept warm per pool: two per core, at most 8. Each is used once, so a spare that finished
@@ -158,7 +159,7 @@ export class AgentPool implements AgentRunner {
   ): Promise<WorkerExit> {
     if (!(link instanceof PortLink)) throw new Error('a thread pool runs rollouts on links it made (AgentPool.link())');
     const port = link.workerPort;
-    const message: WorkerTask = { ...task, brand: BRAND, port, exitAfter: !this.#options.reuse };
+    const message: WorkerTask = { ...ownTask(task), brand: BRAND, port, exitAfter: !this.#options.reuse };
     const workers = this.#options.reuse ? this.#pool(memoryMb, env, readable) : this.#fresh(memoryMb, env, readable);
     return { ...(await workers.run(message, port, terminate)), isolation: 'thread' };
   }
@@ -230,3 +231,17 @@ function poolKey(memoryMb: number, env: Readonly<Record<string, string>>, readab
 
 /** Where agent workers live: a sandbox process (the default), or threads of this process. */
 export type Isolation = 'process' | 'thread';
+
+/**
+ * The task as its worker gets it: the tools' schemas and the agent's options are the host's values
+ * (a schema's `default`, options given through the API), and a typed array in them must not take
+ * the rest of its buffer along (views.ts). A task that cannot be cloned goes as it is, and fails
+ * to post, saying so.
+ */
+function ownTask<T>(task: T): T {
+  try {
+    return copyForWorker(task);
+  } catch {
+    return task;
+  }
+}

@@ -3,6 +3,7 @@
  * that touches the world: lookup → validation → run → clone. Every failure is a ToolResult.
  */
 import { describeError } from '../errors.js';
+import { copyForWorker } from '../pool/views.js';
 import type { Environment, Tool, ToolInputSchema, ToolResult, ToolSchema, WorldContext } from '../types.js';
 import { compileTool, validateInput } from './validate.js';
 import { nearestFirst } from './similar.js';
@@ -57,9 +58,11 @@ export function bindTools<State>(environment: Environment<State>, state: State, 
       }
       try {
         // The agent gets a copy: nothing it does with the value can reach back into the world
-        // (world objects in it are tracking proxies, which structuredClone copies through). A
-        // string, number, boolean or bigint is its own copy; a function or a symbol is refused.
-        return { ok: true, value: value === undefined ? null : typeof value === 'object' || typeof value === 'function' || typeof value === 'symbol' ? structuredClone(value) : value };
+        // (world objects in it are tracking proxies, which structuredClone copies through), and a
+        // typed array in it brings its own bytes only, not the rest of its buffer (a small Buffer
+        // is a slice of Node's shared pool). A string, number, boolean or bigint is its own copy;
+        // a function or a symbol is refused.
+        return { ok: true, value: value === undefined ? null : typeof value === 'object' || typeof value === 'function' || typeof value === 'symbol' ? copyForWorker(value) : value };
       } catch (err) {
         return fail('tool_error', `${name} returned a value that cannot be cloned (${describeError(err)}); tools must return plain data`);
       }

@@ -21,7 +21,8 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { deserialize, serialize } from 'node:v8';
+import { DefaultDeserializer, deserialize, serialize } from 'node:v8';
+import { exactView } from '../pool/views.js';
 import { directionKeys, type FrameMac, type KeyStream } from './seal.js';
 
 export const KEY_BYTES = 32;
@@ -243,7 +244,9 @@ export class FrameReader {
     }
     // A buffer of its own, never a slice of Node's shared pool: V8's deserializer hands back
     // typed arrays as views of it, and a view posted to a worker takes its whole backing memory
-    // along (the pool would hold other frames' plaintext and the tag keys' pads).
+    // along (the pool would hold other frames' plaintext and the tag keys' pads). A message to a
+    // worker is read with deserializeOwn, whose views hold their own bytes only (the task a run
+    // message carries is copied so by the thread pool that posts it).
     const plain = Buffer.allocUnsafeSlow(end - HEADER_BYTES);
     this.#stream.apply(frame.subarray(HEADER_BYTES, end), plain, 0);
     let incoming: Incoming;
@@ -251,7 +254,7 @@ export class FrameReader {
       const kind = plain[0];
       if (kind === Kind.Text) incoming = { kind: 'text', id: plain.readUInt32BE(1), text: plain.toString('utf8', 5) };
       else if (kind === Kind.ToWorkerJson) incoming = { kind: 'to', id: plain.readUInt32BE(1), message: JSON.parse(plain.toString('utf8', 5)) as unknown };
-      else if (kind === Kind.ToWorker) incoming = { kind: 'to', id: plain.readUInt32BE(1), message: deserialize(plain.subarray(5)) };
+      else if (kind === Kind.ToWorker) incoming = { kind: 'to', id: plain.readUInt32BE(1), message: deserializeOwn(plain.subarray(5)) };
       else if (kind === Kind.Message) incoming = { kind: 'message', message: deserialize(plain.subarray(1)) };
       else return this.#break(`a frame of unknown kind ${String(kind)}`);
     } catch (err) {
@@ -259,4 +262,24 @@ export class FrameReader {
     }
     this.#onFrame(incoming);
   }
+}
+
+/**
+ * V8's deserializer, but every typed array and DataView it reads gets a buffer of exactly its
+ * bytes. Node's makes a view of the message where the view's offset there is a multiple of its
+ * element size, and otherwise copies it into a slice of the shared pool (a Float64Array, most of
+ * the time): posted to a worker, such a view took the sandbox's 8 KiB pool along, with whatever
+ * other rollouts' messages had left there.
+ */
+class OwnBytesDeserializer extends DefaultDeserializer {
+  _readHostObject(): unknown {
+    return exactView((DefaultDeserializer.prototype as unknown as { _readHostObject(this: DefaultDeserializer): ArrayBufferView })._readHostObject.call(this));
+  }
+}
+
+/** `v8.deserialize`, with views that hold their own bytes (OwnBytesDeserializer). */
+export function deserializeOwn(buffer: Buffer): unknown {
+  const reader = new OwnBytesDeserializer(buffer);
+  reader.readHeader();
+  return reader.readValue();
 }

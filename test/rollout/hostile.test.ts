@@ -13,6 +13,7 @@ import { check, defineTool, runRollout } from '../../src/index.js';
 import type { Limits, RunResult, TraceEvent } from '../../src/index.js';
 import { LOG_MAX_CHARS_PER_RUN } from '../../src/options.js';
 import { AgentPool } from '../../src/pool/pool.js';
+import type { PoolFinding } from '../../fixtures/agents/hostile/reads-pool.js';
 import { eventsOf, readRunFiles, tempDir, testWorld, type RunFiles, type TestState, type TestWorld } from '../helpers.js';
 
 // Set before any worker exists, so that a worker that inherited the host's environment would see it.
@@ -507,6 +508,69 @@ describe('the grace period', () => {
     expect(run.files.result.output).toBe('partial');
     expect(eventsOf(run.files.trace, 'agent_returned')).toEqual([expect.objectContaining({ output: 'partial' })]);
     expect(eventsOf(run.files.trace, 'agent_log').map((e) => e.message)).toEqual([expect.stringMatching(/^stopping: timeout/)]);
+  });
+});
+
+describe.each(['thread', 'process'] as const)('typed arrays handed to an agent (isolation %s)', (isolation) => {
+  it("carry their own bytes only, never the rest of the memory they are views of (Node's shared pool, other rollouts' data in it)", async () => {
+    // Another rollout's data, left in Node's shared pool just before each small Buffer is made.
+    const SECRET = 'host-secret-of-another-rollout-7731';
+    Buffer.from(SECRET);
+    const blob = Buffer.from('option');
+    Buffer.from(SECRET);
+    const hint = Buffer.from('default');
+    const world = testWorld({
+      // (the agent looks for it)
+      instruction: SECRET,
+      tools: [
+        defineTool({
+          name: 'pooled',
+          description: 'Returns small Buffers and views of memory that holds more than them.',
+          inputSchema: { type: 'object', properties: { hint: { type: 'string', default: hint } } },
+          run: () => {
+            Buffer.from(SECRET);
+            const memory = new ArrayBuffer(128);
+            Buffer.from(memory).write(SECRET, 0);
+            Buffer.from(memory).write(SECRET, 64);
+            new Float64Array(memory, 40, 2).set([1.5, 2.5]);
+            Buffer.from(memory).write('view', 36);
+            return {
+              text: Buffer.from('abc'),
+              // At every offset modulo 8 in the message: V8's deserializer (the sandbox's) copies a
+              // Float64Array at an unaligned one into a slice of the sandbox's own pool.
+              floats: Array.from({ length: 8 }, (_, pad) => ({ pad: 'x'.repeat(pad), values: new Float64Array(memory, 40, 2) })),
+              view: new DataView(memory, 36, 4),
+              map: new Map([['entry', Buffer.from('in a map')]]),
+            };
+          },
+        }),
+      ],
+    });
+    const pool = isolation === 'thread' ? new AgentPool({ maxThreads: 1 }) : undefined;
+    try {
+      const result = await runRollout({ task: world.task, agent: hostile('reads-pool'), outDir: out.dir, limits: FAST, agentOptions: { blob }, ...(pool ? { pool } : {}) });
+      expect(result.termination).toBe('returned');
+      expect(readRunFiles(result.runDir).run.isolation).toEqual(isolation === 'thread' ? 'thread' : expect.stringMatching(/^(bwrap|unshare|process)$/));
+      const findings = JSON.parse(result.output ?? 'null') as PoolFinding[];
+      const hex = (text: string): string => Buffer.from(text).toString('hex');
+      const floats = Buffer.from(new Float64Array([1.5, 2.5]).buffer).toString('hex');
+      // Every view, of the type the agent would get it as from structured clone, with its bytes.
+      expect(findings.map((f) => [f.where, f.type, f.hex])).toEqual([
+        ['result.text', 'Uint8Array', hex('abc')],
+        ...Array.from({ length: 8 }, (_, pad) => [`result.floats.${pad}.values`, 'Float64Array', floats]),
+        ['result.view', 'DataView', hex('view')],
+        ['result.map.get(entry)', 'Uint8Array', hex('in a map')],
+        ['tools.pooled.hint.default', 'Uint8Array', hex('default')],
+        ['options.blob', 'Uint8Array', hex('option')],
+      ]);
+      // And nothing more: behind each, memory of exactly its size.
+      for (const f of findings) {
+        expect(f.bufferByteLength, f.where).toBe(f.byteLength);
+        expect(f.secret, f.where).toBe(false);
+      }
+    } finally {
+      await pool?.destroy();
+    }
   });
 });
 

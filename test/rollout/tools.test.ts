@@ -82,6 +82,15 @@ describe('bindTools', () => {
     expect(state.users.u1).toEqual({ name: 'Ada', active: true });
   });
 
+  it("gives a typed array's own bytes, not the rest of its buffer (a small Buffer's is Node's shared pool)", async () => {
+    const { toolbox } = setup([tool('bytes', { type: 'object' }, () => ({ b: Buffer.from('abc'), f: new Float64Array(new ArrayBuffer(64), 8, 2) }))]);
+    const { value } = (await toolbox.call('bytes', {})) as { value: { b: Uint8Array; f: Float64Array } };
+    expect(Object.getPrototypeOf(value.b)).toBe(Uint8Array.prototype);
+    expect(Buffer.from(value.b.buffer).toString()).toBe('abc');
+    expect(value.f).toBeInstanceOf(Float64Array);
+    expect(value.f.buffer.byteLength).toBe(16);
+  });
+
   it('gives a tool_error saying so when the value cannot be cloned', async () => {
     const { toolbox } = setup([tool('leaky', { type: 'object' }, () => ({ format: () => 'x' }))]);
     const error = errorOf(await toolbox.call('leaky', {}));

@@ -140,6 +140,27 @@ describe('the sealed link', () => {
     expect(Buffer.from(view.buffer).includes('neighbour-secret')).toBe(false);
   });
 
+  it("hands out a view at any offset in the message with its own bytes, never a slice of the reader's shared pool", () => {
+    const { writer, reader, got, broken, bytes } = pair();
+    // A Float64Array the message holds at an offset that is not a multiple of 8: V8's deserializer
+    // copies it into a slice of Node's shared pool, which would go to the worker whole (in the
+    // sandbox: other rollouts' calls, written to the host through the pool).
+    for (let pad = 0; pad < 8; pad++) writer.toWorker(pad, { type: 'result', result: { ok: true, value: { pad: 'x'.repeat(pad), f: new Float64Array([1.5, 2.5]), d: new DataView(new ArrayBuffer(3)) } } });
+    const wire = bytes();
+    Buffer.from('neighbour-secret-4711 in the pool');
+    reader.push(wire);
+    expect(broken).toEqual([]);
+    expect(got).toHaveLength(8);
+    for (const frame of got) {
+      const { f, d } = (frame as { message: { result: { value: { f: Float64Array; d: DataView } } } }).message.result.value;
+      expect(f).toBeInstanceOf(Float64Array);
+      expect([...f]).toEqual([1.5, 2.5]);
+      expect(f.buffer.byteLength).toBe(16);
+      expect(d).toBeInstanceOf(DataView);
+      expect(d.buffer.byteLength).toBe(3);
+    }
+  });
+
   it('breaks on two frames in the wrong order', () => {
     const { writer, reader, got, broken, bytes } = pair();
     writer.text(1, 'first');
