@@ -230,7 +230,7 @@ log('sandbox levels …');
 const sandboxLevels = await benchSandboxLevels({ out });
 
 // concurrency
-log('concurrency (256 rollouts × 5 × 200 ms, three turns) …');
+log('concurrency (256 rollouts × 5 × 200 ms, five turns) …');
 const ROLLOUTS = 256;
 const fsUsBeforeConcurrency = fileCreationUs(200);
 const evalWall = async (options) => {
@@ -240,22 +240,28 @@ const evalWall = async (options) => {
   if (s.totals.passed !== ROLLOUTS) throw new Error(`concurrency bench passed ${s.totals.passed} of ${ROLLOUTS}`);
   return ms;
 };
-// Three turns of: Silo's default, a bare Worker per agent (its shape without Silo), Silo with
-// --reuse-workers (warm, reused workers), and the threads --reuse-workers would use with a fresh
-// module instance per agent (its shape without Silo). Each ratio is the median of the turns' pairs:
-// one eval against one bare run swung from 1.08 to 1.20 between bench runs on this 2-core VM.
-const TURNS = 3;
+// Five turns of: Silo's default and a bare Worker per agent (its shape without Silo), then Silo
+// with --reuse-workers (warm, reused workers) and the threads --reuse-workers would use with a
+// fresh module instance per agent (its shape without Silo); Silo first in one turn, the bare run
+// first in the next. Each ratio is the median of the turns' pairs: one eval against one bare run
+// swung from 0.94 to 1.26 within one bench run on this 2-core VM.
+const TURNS = 5;
 const turns = [];
 // The host and every process under it (the sandbox process holds the workers now), in the first turn.
 let peakRss = treeRss();
 for (let i = 0; i < TURNS; i++) {
   const sampler = i === 0 ? setInterval(() => (peakRss = Math.max(peakRss, treeRss())), 20) : undefined;
-  const wallMs = await evalWall({});
+  const siloFirst = i % 2 === 0;
+  const turn = {};
+  if (!siloFirst) turn.bareWorkersMs = await bareWorkers(ROLLOUTS);
+  turn.wallMs = await evalWall({});
   clearInterval(sampler);
-  const bareWorkersMs = await bareWorkers(ROLLOUTS);
-  const reuseWallMs = await evalWall({ reuseWorkers: true });
-  const bareThreadsMs = await bareThreads(ROLLOUTS, Math.ceil(ROLLOUTS / agentsPerReusedWorker(ROLLOUTS)));
-  turns.push({ wallMs, bareWorkersMs, reuseWallMs, bareThreadsMs });
+  if (siloFirst) turn.bareWorkersMs = await bareWorkers(ROLLOUTS);
+  const bareThreadsOnce = () => bareThreads(ROLLOUTS, Math.ceil(ROLLOUTS / agentsPerReusedWorker(ROLLOUTS)));
+  if (!siloFirst) turn.bareThreadsMs = await bareThreadsOnce();
+  turn.reuseWallMs = await evalWall({ reuseWorkers: true });
+  if (siloFirst) turn.bareThreadsMs = await bareThreadsOnce();
+  turns.push(turn);
 }
 const idealMs = 5 * 200;
 const turnsOf = (key) => turns.map((t) => t[key]);
@@ -447,6 +453,8 @@ const result = {
     defaultToBareWorkersRatio: round(median(defaultToBare), 3),
     reuseToBareThreads: reuseToBare.map((x) => round(x, 3)),
     reuseToBareThreadsRatio: round(median(reuseToBare), 3),
+    // Every turn's walls, ms.
+    turnsMs: turns.map((t) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k, round(v, 0)]))),
     // A folder with one file, as fileSystem.folderWithFileUs, measured just before the turns.
     folderWithFileUs: round(fsUsBeforeConcurrency, 0),
   },
