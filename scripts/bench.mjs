@@ -14,7 +14,8 @@
 //                 in a running one, a tool call; the jail's cost is its numbers minus unshare's
 //                 (scripts/lib/bench-sandbox.mjs, which also runs alone)
 //   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured
-//                 wall; and the same agents without Silo, a Worker each and in reused threads
+//                 wall; and the same agents without Silo, a Worker each and in reused threads;
+//                 five turns of each, the ratios the medians of the turns' pairs
 //   gateway       the model gateway against a scripted upstream called directly: ms added per
 //                 non-streamed request and per streamed chunk; then 256 rollouts whose agents stream
 //                 5 × ~200 ms from the upstream through one gateway at once (against the
