@@ -69,7 +69,7 @@ export async function checkSolution(task: Task, seed: number, reliableState = fa
     const callId = i + 1;
     trace.add({ type: 'tool_call', callId, name, input });
     const started = performance.now();
-    const result = await within(toolbox.call(name, input), SOLUTION_CALL_TIMEOUT_MS);
+    const result = await within(Promise.resolve(toolbox.call(name, input)), SOLUTION_CALL_TIMEOUT_MS);
     if (result === TIMED_OUT) {
       add('solution_error', `${where} did not finish within ${SOLUTION_CALL_TIMEOUT_MS} ms`);
       return findings;

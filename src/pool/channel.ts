@@ -55,7 +55,10 @@ export class HostChannel {
   #skipLogs = false;
   /** Set by close(): calls still waiting their turn are dropped, never handled. */
   #closed = false;
+  /** Settles when every call and message taken so far has been answered. */
   #queue: Promise<unknown> = Promise.resolve();
+  /** Calls and messages taken whose answer is not yet sent. */
+  #unanswered = 0;
   /** Characters of the calls taken but not yet run. */
   #waitingChars = 0;
   #resolveDone!: (msg: DoneMessage | null) => void;
@@ -124,22 +127,21 @@ export class HostChannel {
           this.#post({ brand: BRAND, type: 'result', id: msg.id, result: handlers.busy(msg, this.#waitingChars) });
           return;
         }
-        this.#waitingChars += chars;
-        const run = async (): Promise<void> => {
-          this.#waitingChars -= chars;
-          if (this.#closed) return;
-          let result: ToolResult;
+        this.#take(chars, () => {
+          let result: ToolResult | Promise<ToolResult>;
           try {
-            result = await handlers.call(msg);
+            result = handlers.call(msg);
           } catch (err) {
-            // A fault while handling a call must not become an unhandled rejection (which ends the
-            // host); the agent still gets an answer, as a failed call.
-            const message = describeError(err);
-            result = { ok: false, error: { code: 'tool_error', message: `silo could not handle this call: ${message}` } };
+            result = callFault(err);
           }
-          this.#post({ brand: BRAND, type: 'result', id: msg.id, result });
-        };
-        this.#queue = this.#queue.then(run);
+          if (!(result instanceof Promise)) return this.#post({ brand: BRAND, type: 'result', id: msg.id, result });
+          // A fault while handling a call must not become an unhandled rejection (which ends the
+          // host); the agent still gets an answer, as a failed call.
+          return result.then(
+            (settled) => this.#post({ brand: BRAND, type: 'result', id: msg.id, result: settled }),
+            (err: unknown) => this.#post({ brand: BRAND, type: 'result', id: msg.id, result: callFault(err) }),
+          );
+        });
         return;
       }
       case 'say': {
@@ -150,10 +152,7 @@ export class HostChannel {
         if (this.#waitingChars + chars > CALLS_WAITING_MAX_CHARS) {
           return answer({ ok: false, error: { code: 'too_large', message: `refused unread: ${this.#waitingChars} characters of calls and messages are already waiting` } });
         }
-        this.#waitingChars += chars;
-        this.#queue = this.#queue.then(async () => {
-          this.#waitingChars -= chars;
-          if (this.#closed) return;
+        this.#take(chars, async () => {
           let result: UserReply;
           try {
             result = await say(msg);
@@ -182,6 +181,33 @@ export class HostChannel {
       case 'done':
         return this.#finish(msg);
     }
+  }
+
+  /**
+   * Runs `turn` (one call or message, `chars` of text) once those taken before it are answered:
+   * at once when none is waiting, so that a tool that answers at once is answered in the same
+   * turn of the event loop. Each turn ends when what it returns settles (it never rejects).
+   */
+  #take(chars: number, turn: () => void | Promise<void>): void {
+    if (this.#unanswered === 0) {
+      const running = turn();
+      if (running === undefined) return;
+      this.#unanswered++;
+      this.#queue = running.then(() => {
+        this.#unanswered--;
+      });
+      return;
+    }
+    this.#unanswered++;
+    this.#waitingChars += chars;
+    this.#queue = this.#queue.then(async () => {
+      this.#waitingChars -= chars;
+      try {
+        if (!this.#closed) await turn();
+      } finally {
+        this.#unanswered--;
+      }
+    });
   }
 
   #parse(data: unknown, handlers: ChannelHandlers): WorkerMessage | null {
@@ -278,6 +304,11 @@ export class HostChannel {
     }
     return msg;
   }
+}
+
+/** The answer to a call whose handling failed (a fault of Silo's, not of the tool). */
+function callFault(err: unknown): ToolResult {
+  return { ok: false, error: { code: 'tool_error', message: `silo could not handle this call: ${describeError(err)}` } };
 }
 
 /** The kinds of bad input a worker may report. */

@@ -13,7 +13,8 @@ import type { Toolbox } from './tools.js';
 import { round, type Trace } from './trace.js';
 
 export interface CallPath {
-  handle(msg: CallMessage): Promise<ToolResult>;
+  /** The call's result: at once when the tool answered at once, else a promise of it. Never throws. */
+  handle(msg: CallMessage): ToolResult | Promise<ToolResult>;
   /**
    * A call that came while too much was already waiting for the host (CALLS_WAITING_MAX_CHARS):
    * refused unrun and counted; the first is recorded.
@@ -49,7 +50,7 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
       busyRecorded = true;
       return result;
     },
-    async handle(msg) {
+    handle(msg) {
       // Set by the worker or, for inputs it did not measure honestly, by the host's channel.
       const { inputError } = msg;
       const oversized = inputError?.kind === 'too_large';
@@ -73,19 +74,17 @@ export function createCallPath(guard: LimitGuard, toolbox: Toolbox, trace: Trace
       trace.add({ type: 'tool_call', callId: id, name: msg.name, input: msg.input });
       const scope = tracker?.beginCall();
       const start = performance.now();
-      const result = await toolbox.call(msg.name, msg.input);
-      const durationMs = performance.now() - start;
-      toolTimeMs += durationMs;
-      // Found after the duration is taken (the copies a tool's writes take count as the tool's).
-      const changes = scope ? changesOf(() => tracker?.endCall(scope)) : undefined;
-      trace.add({
-        type: 'tool_result',
-        callId: id,
-        durationMs: round(durationMs),
-        ...result,
-        ...(changes && changes.length > 0 ? { changes: changes as StateChange[] } : {}),
-      });
-      return result;
+      const finish = (result: ToolResult): ToolResult => {
+        const durationMs = performance.now() - start;
+        toolTimeMs += durationMs;
+        // Found after the duration is taken (the copies a tool's writes take count as the tool's).
+        const changes = scope ? changesOf(() => tracker?.endCall(scope)) : undefined;
+        const event = { type: 'tool_result' as const, callId: id, durationMs: round(durationMs), ...result };
+        trace.add(changes && changes.length > 0 ? { ...event, changes: changes as StateChange[] } : event);
+        return result;
+      };
+      const result = toolbox.call(msg.name, msg.input);
+      return result instanceof Promise ? result.then(finish) : finish(result);
     },
   };
 }

@@ -14,8 +14,11 @@ export interface Toolbox {
   readonly schemas: ToolSchema[];
   /** The world's write tracker, if it has one. */
   readonly tracker: WriteTracker | null;
-  /** Lookup, validation, run and clone. Never throws. */
-  call(name: string, input: unknown): Promise<ToolResult>;
+  /**
+   * Lookup, validation, run and clone. Never throws. The result comes at once when the tool's
+   * `run` returned a value, as a promise when it returned one (or any thenable).
+   */
+  call(name: string, input: unknown): ToolResult | Promise<ToolResult>;
 }
 
 /** The schemas an agent of this environment receives (also what `silo tools` prints). */
@@ -38,7 +41,7 @@ export function bindTools<State>(environment: Environment<State>, state: State, 
   return {
     schemas: toolSchemas(environment),
     tracker,
-    async call(name, input) {
+    call(name, input) {
       const tool = byName.get(name);
       if (!tool) {
         const nearest = nearestFirst(name, names);
@@ -52,22 +55,44 @@ export function bindTools<State>(environment: Environment<State>, state: State, 
       }
       let value: unknown;
       try {
-        value = await tool.run(state, input, ctx);
+        value = tool.run(state, input, ctx);
       } catch (err) {
-        return fail('tool_error', err instanceof Error ? describeError(err) : `${name} failed: ${describeError(err)}`);
+        return failed(name, err);
       }
-      try {
-        // The agent gets a copy: nothing it does with the value can reach back into the world
-        // (world objects in it are tracking proxies, which structuredClone copies through), and a
-        // typed array in it brings its own bytes only, not the rest of its buffer (a small Buffer
-        // is a slice of Node's shared pool). A string, number, boolean or bigint is its own copy;
-        // a function or a symbol is refused.
-        return { ok: true, value: value === undefined ? null : typeof value === 'object' || typeof value === 'function' || typeof value === 'symbol' ? copyForWorker(value) : value };
-      } catch (err) {
-        return fail('tool_error', `${name} returned a value that cannot be cloned (${describeError(err)}); tools must return plain data`);
+      // Most tools answer at once: their result is sent without a turn of the event loop.
+      // A promise, or any thenable, is awaited as before.
+      if (isThenable(value)) {
+        return Promise.resolve(value).then(
+          (settled) => copied(name, settled),
+          (err: unknown) => failed(name, err),
+        );
       }
+      return copied(name, value);
     },
   };
+}
+
+/** Whether `value` is to be awaited (what `await` would adopt: anything with a callable `then`). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}
+
+function failed(name: string, err: unknown): ToolResult {
+  return fail('tool_error', err instanceof Error ? describeError(err) : `${name} failed: ${describeError(err)}`);
+}
+
+/** A tool's value as the agent gets it. */
+function copied(name: string, value: unknown): ToolResult {
+  try {
+    // The agent gets a copy: nothing it does with the value can reach back into the world
+    // (world objects in it are tracking proxies, which structuredClone copies through), and a
+    // typed array in it brings its own bytes only, not the rest of its buffer (a small Buffer
+    // is a slice of Node's shared pool). A string, number, boolean or bigint is its own copy;
+    // a function or a symbol is refused.
+    return { ok: true, value: value === undefined ? null : typeof value === 'object' || typeof value === 'function' || typeof value === 'symbol' ? copyForWorker(value) : value };
+  } catch (err) {
+    return fail('tool_error', `${name} returned a value that cannot be cloned (${describeError(err)}); tools must return plain data`);
+  }
 }
 
 function fail(code: Extract<ToolResult, { ok: false }>['error']['code'], message: string, details?: object): ToolResult {

@@ -23,7 +23,8 @@ interface Position {
 
 /** The copies taken before the first write of each object while one call was in flight. */
 export interface CallScope {
-  readonly before: Map<object, object>;
+  /** Made at the call's first write (most calls write nothing). */
+  before: Map<object, object> | null;
 }
 
 function shallowCopy(value: object): object {
@@ -65,7 +66,7 @@ export class WriteTracker<State extends object = object> {
 
   /** Opens the scope of one tool call: writes from now on are also recorded for it. */
   beginCall(): CallScope {
-    const scope: CallScope = { before: new Map() };
+    const scope: CallScope = { before: null };
     this.#scopes.add(scope);
     return scope;
   }
@@ -77,7 +78,7 @@ export class WriteTracker<State extends object = object> {
   endCall(scope: CallScope): Change[] | undefined {
     this.#scopes.delete(scope);
     if (this.#lost) return undefined;
-    if (scope.before.size === 0) return [];
+    if (scope.before === null) return [];
     this.#settle();
     if (this.#lost) return undefined;
     const paths = this.#pathFinder();
@@ -147,6 +148,7 @@ export class WriteTracker<State extends object = object> {
       this.#original.set(target, copy);
     }
     for (const scope of this.#scopes) {
+      scope.before ??= new Map();
       if (!scope.before.has(target)) scope.before.set(target, (copy ??= shallowCopy(target)));
     }
   }

@@ -320,6 +320,73 @@ describe('HostChannel', () => {
   });
 });
 
+describe('HostChannel answering at once', () => {
+  /** A channel on an end that delivers synchronously: what it posts is seen as it posts it. */
+  function direct(call: ChannelHandlers['call']) {
+    let deliver!: (data: unknown) => void;
+    const posted: HostMessage[] = [];
+    const end = { post: (msg: HostMessage) => void posted.push(msg), onMessage: (l: (data: unknown) => void) => void (deliver = l), onClose: () => {}, close: () => {} };
+    const handlers = { call: vi.fn(call), busy: vi.fn(), log: vi.fn(), started: vi.fn(), usage: vi.fn(), exiting: vi.fn(), dropped: vi.fn() };
+    const channel = new HostChannel(end, handlers as unknown as ChannelHandlers, 10_000);
+    const receive = (msg: object): void => deliver(JSON.stringify({ brand: BRAND, ...msg }));
+    const answers = (): [number, ToolResult][] => posted.flatMap((m) => (m.type === 'result' ? [[m.id, m.result] as [number, ToolResult]] : []));
+    return { channel, handlers, receive, answers };
+  }
+
+  it('answers a call whose handler answers at once before the message handler returns', () => {
+    const { receive, answers } = direct((msg) => ({ ok: true, value: msg.id }));
+    receive(callMsg(1));
+    expect(answers()).toEqual([[1, { ok: true, value: 1 }]]);
+    receive(callMsg(2));
+    expect(answers()).toEqual([[1, { ok: true, value: 1 }], [2, { ok: true, value: 2 }]]);
+  });
+
+  it('keeps a call that could answer at once waiting behind one still running, in arrival order', async () => {
+    const slow = deferred();
+    const { channel, handlers, receive, answers } = direct((msg) => (msg.id === 1 ? slow.promise : { ok: true, value: msg.id }));
+    receive(callMsg(1));
+    receive(callMsg(2));
+    receive(callMsg(3));
+    await flush();
+    // Calls 2 and 3 have not run: call 1 has not been answered.
+    expect(handlers.call).toHaveBeenCalledTimes(1);
+    expect(answers()).toEqual([]);
+    slow.resolve({ ok: true, value: 'one' });
+    await channel.settle();
+    expect(answers()).toEqual([[1, { ok: true, value: 'one' }], [2, { ok: true, value: 2 }], [3, { ok: true, value: 3 }]]);
+  });
+
+  it('goes back to answering at once once the calls that waited are answered', async () => {
+    const slow = deferred();
+    const { handlers, receive, answers } = direct((msg) => (msg.id === 1 ? slow.promise : { ok: true, value: msg.id }));
+    receive(callMsg(1));
+    receive(callMsg(2));
+    slow.resolve({ ok: true, value: 1 });
+    await vi.waitFor(() => expect(answers()).toHaveLength(2), { timeout: 20_000, interval: 5 });
+    await flush();
+    receive(callMsg(3));
+    expect(handlers.call).toHaveBeenCalledTimes(3);
+    expect(answers().map(([id]) => id)).toEqual([1, 2, 3]);
+  });
+
+  it('answers with a tool_error a handler that throws at once or whose promise rejects, and keeps going', async () => {
+    const { channel, receive, answers } = direct((msg) => {
+      if (msg.id === 1) throw new Error('sync bug');
+      if (msg.id === 2) return Promise.reject(new Error('async bug'));
+      return { ok: true, value: msg.id };
+    });
+    receive(callMsg(1));
+    receive(callMsg(2));
+    receive(callMsg(3));
+    await channel.settle();
+    expect(answers()).toEqual([
+      [1, { ok: false, error: { code: 'tool_error', message: 'silo could not handle this call: sync bug' } }],
+      [2, { ok: false, error: { code: 'tool_error', message: 'silo could not handle this call: async bug' } }],
+      [3, { ok: true, value: 3 }],
+    ]);
+  });
+});
+
 describe('nestingDepth', () => {
   it('counts arrays and objects, ignores brackets in strings and escaped quotes', () => {
     expect(nestingDepth('1', 99)).toBe(0);

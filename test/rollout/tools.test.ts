@@ -134,6 +134,28 @@ describe('bindTools', () => {
     expect(errorOf(await toolbox.call('slow_fail', {}))).toEqual({ code: 'tool_error', message: 'database offline' });
   });
 
+  it('answers at once when run returns a value, and awaits a promise or any thenable it returns', async () => {
+    const { toolbox } = setup([
+      tool('now', { type: 'object' }, () => ({ at: 1 })),
+      tool('later', { type: 'object' }, () => Promise.resolve({ at: 2 })),
+      // Not a Promise: awaited all the same, as `await` would.
+      tool('thenable', { type: 'object' }, () => ({ then: (resolve: (v: unknown) => void) => resolve({ at: 3 }) })),
+      tool('thenable_fails', { type: 'object' }, () => ({ then: (_: unknown, reject: (e: unknown) => void) => reject(new Error('no')) })),
+      tool('throws_at_once', { type: 'object' }, () => {
+        throw new Error('at once');
+      }),
+    ]);
+    const now = toolbox.call('now', {});
+    expect(now).not.toBeInstanceOf(Promise);
+    expect(now).toEqual({ ok: true, value: { at: 1 } });
+    expect(toolbox.call('throws_at_once', {})).toEqual({ ok: false, error: { code: 'tool_error', message: 'at once' } });
+    const later = toolbox.call('later', {});
+    expect(later).toBeInstanceOf(Promise);
+    expect(await later).toEqual({ ok: true, value: { at: 2 } });
+    expect(await toolbox.call('thenable', {})).toEqual({ ok: true, value: { at: 3 } });
+    expect(errorOf(await toolbox.call('thenable_fails', {}))).toEqual({ code: 'tool_error', message: 'no' });
+  });
+
   it('passes the rollout context to run', async () => {
     const seen = vi.fn();
     const { toolbox } = setup([tool('clock', { type: 'object' }, (_s, _i, ctx) => seen(ctx.seed, ctx.now()))]);
