@@ -189,25 +189,23 @@ export class HostChannel {
    * turn of the event loop. Each turn ends when what it returns settles (it never rejects).
    */
   #take(chars: number, turn: () => void | Promise<void>): void {
+    // Whatever a turn does, the queue goes on: a rejected queue would skip every later turn.
+    const ended = (): void => {
+      this.#unanswered--;
+    };
     if (this.#unanswered === 0) {
       const running = turn();
       if (running === undefined) return;
       this.#unanswered++;
-      this.#queue = running.then(() => {
-        this.#unanswered--;
-      });
+      this.#queue = running.then(ended, ended);
       return;
     }
     this.#unanswered++;
     this.#waitingChars += chars;
-    this.#queue = this.#queue.then(async () => {
+    this.#queue = this.#queue.then(() => {
       this.#waitingChars -= chars;
-      try {
-        if (!this.#closed) await turn();
-      } finally {
-        this.#unanswered--;
-      }
-    });
+      return this.#closed ? undefined : turn();
+    }).then(ended, ended);
   }
 
   #parse(data: unknown, handlers: ChannelHandlers): WorkerMessage | null {

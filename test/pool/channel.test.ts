@@ -322,10 +322,14 @@ describe('HostChannel', () => {
 
 describe('HostChannel answering at once', () => {
   /** A channel on an end that delivers synchronously: what it posts is seen as it posts it. */
-  function direct(call: ChannelHandlers['call']) {
+  function direct(call: ChannelHandlers['call'], fails: (msg: HostMessage) => boolean = () => false) {
     let deliver!: (data: unknown) => void;
     const posted: HostMessage[] = [];
-    const end = { post: (msg: HostMessage) => void posted.push(msg), onMessage: (l: (data: unknown) => void) => void (deliver = l), onClose: () => {}, close: () => {} };
+    const end = {
+      post: (msg: HostMessage) => {
+        if (fails(msg)) throw new Error('cannot send');
+        posted.push(msg);
+      }, onMessage: (l: (data: unknown) => void) => void (deliver = l), onClose: () => {}, close: () => {} };
     const handlers = { call: vi.fn(call), busy: vi.fn(), log: vi.fn(), started: vi.fn(), usage: vi.fn(), exiting: vi.fn(), dropped: vi.fn() };
     const channel = new HostChannel(end, handlers as unknown as ChannelHandlers, 10_000);
     const receive = (msg: object): void => deliver(JSON.stringify({ brand: BRAND, ...msg }));
@@ -367,6 +371,18 @@ describe('HostChannel answering at once', () => {
     receive(callMsg(3));
     expect(handlers.call).toHaveBeenCalledTimes(3);
     expect(answers().map(([id]) => id)).toEqual([1, 2, 3]);
+  });
+
+  it('goes on to the calls waiting behind one whose answer could not be sent', async () => {
+    const slow = deferred();
+    // The end fails to send the first answer (a sandbox gone, say).
+    const { channel, handlers, receive, answers } = direct((msg) => (msg.id === 1 ? slow.promise : { ok: true, value: msg.id }), (msg) => msg.type === 'result' && msg.id === 1);
+    receive(callMsg(1));
+    receive(callMsg(2));
+    slow.resolve({ ok: true, value: 1 });
+    await vi.waitFor(() => expect(handlers.call).toHaveBeenCalledTimes(2), { timeout: 20_000, interval: 5 });
+    await channel.settle();
+    expect(answers()).toEqual([[2, { ok: true, value: 2 }]]);
   });
 
   it('answers with a tool_error a handler that throws at once or whose promise rejects, and keeps going', async () => {
