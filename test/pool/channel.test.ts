@@ -329,7 +329,11 @@ describe('HostChannel answering at once', () => {
       post: (msg: HostMessage) => {
         if (fails(msg)) throw new Error('cannot send');
         posted.push(msg);
-      }, onMessage: (l: (data: unknown) => void) => void (deliver = l), onClose: () => {}, close: () => {} };
+      },
+      onMessage: (listener: (data: unknown) => void) => void (deliver = listener),
+      onClose: () => {},
+      close: () => {},
+    };
     const handlers = { call: vi.fn(call), busy: vi.fn(), log: vi.fn(), started: vi.fn(), usage: vi.fn(), exiting: vi.fn(), dropped: vi.fn() };
     const channel = new HostChannel(end, handlers as unknown as ChannelHandlers, 10_000);
     const receive = (msg: object): void => deliver(JSON.stringify({ brand: BRAND, ...msg }));
