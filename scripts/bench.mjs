@@ -8,7 +8,8 @@
 //   userMessage   a message to a scripted user who answers at once (user.send over the rollout's
 //                 port, the user's turn and the two user_message events) vs a tool call, both
 //                 unpinned and timed alike
-//   rollout       a bare Worker start+exit vs a whole Silo rollout of a trivial agent (and reuse mode)
+//   rollout       a bare Worker start+exit vs a whole Silo rollout of a trivial agent (and reuse mode,
+//                 on the disk and, where /dev/shm is a tmpfs, with the artifacts in memory)
 //   sandbox       each level of the sandbox process (bubblewrap's jail, namespaces only, a plain
 //                 process) against a bare Node process start: a new sandbox's first rollout, rollouts
 //                 in a running one, a tool call; the jail's cost is its numbers minus unshare's
@@ -36,7 +37,7 @@
 // Benchmarks print numbers; tests never assert timings.
 import { execFile, spawnSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -137,6 +138,16 @@ function fileCreationUs(n) {
   return ((performance.now() - t) / n) * 1000;
 }
 const fsUs = fileCreationUs(200);
+
+/** A fresh folder in /dev/shm when that is a tmpfs (files in memory), else null. */
+function memoryFolder() {
+  try {
+    return statfsSync('/dev/shm').type === TMPFS_MAGIC ? mkdtempSync('/dev/shm/silo-bench-') : null;
+  } catch {
+    return null;
+  }
+}
+const TMPFS_MAGIC = 0x01021994;
 /**
  * A folder with a file costs 50–300 µs on this VM's disk as a rule, ~1 ms or more in the minutes
  * after many files were removed: past this, the rows that create many run folders (reuse mode, the
@@ -223,7 +234,13 @@ const reusePrepared = { preparedAgents: new PreparedAgents() };
 // The first rollouts of a process run Silo's code before V8 has optimised it (~1.5-2x slower here):
 // they are reported apart (reuseFirstMs); an eval's thousands run at the rate measured after them.
 const reuseFirstMs = await timeRollouts(50, reusePool, reusePrepared);
+// What the disk charges for a file now, and the same rollouts with their artifacts in memory
+// (tmpfs, where /dev/shm is one): most of reuse mode's rollout is creating its files, whose cost on
+// ext4 without a journal swings from ~0.05 to ~1 ms each with what was removed in the last minutes.
+const fsUsBeforeReuse = fileCreationUs(100);
 const reuseMs = await timeRollouts(100, reusePool, reusePrepared);
+const memoryOut = memoryFolder();
+const reuseInMemoryMs = memoryOut ? await timeRollouts(100, reusePool, { ...reusePrepared, outDir: memoryOut }) : null;
 await reusePool.destroy();
 
 // sandbox
@@ -396,6 +413,7 @@ const retail = {
   rolloutMs: round(median(retailRollouts.slice(1)), 1),
 };
 rmSync(out, { recursive: true, force: true });
+if (memoryOut) rmSync(memoryOut, { recursive: true, force: true });
 
 const result = {
   node: process.versions.node,
@@ -433,6 +451,9 @@ const result = {
     ratio: round(isolatedMs / bareWorkerMs, 2),
     reuseMs: round(reuseMs, 2),
     reuseFirstMs: round(reuseFirstMs, 2),
+    // A folder with one file on the artifacts' disk just before reuseMs, µs; reuseMs again with the artifacts in /dev/shm (null without one).
+    reuseFolderWithFileUs: round(fsUsBeforeReuse, 0),
+    reuseInMemoryMs: reuseInMemoryMs === null ? null : round(reuseInMemoryMs, 2),
     sandboxMs: round(sandboxMs, 2),
     withProviderMs: round(gatewayRolloutMs, 2),
   },
@@ -498,7 +519,7 @@ if (json) {
   console.log(describeCold({ ...r, heavy: r.heavyAgent }));
   console.log(describeToolCall({ ...toolCall, cpus: r.toolCall.cpus, pinned: r.toolCall.pinned }));
   console.log(`user message  Silo user.send + a scripted reply ${r.userMessage.siloUs} µs · ratio to the bare round trip ${r.userMessage.ratioToBareRtt} · to a tool call ${r.userMessage.ratioToToolCall} · through the sandbox ${r.userMessage.sandboxUs} µs (${r.userMessage.sandboxRatioToToolCall}× its tool call)`);
-  console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2; the first 50 ${r.rollout.reuseFirstMs} ms) · in the sandbox process ${r.rollout.sandboxMs} ms · granted a provider (a gateway token each) ${r.rollout.withProviderMs} ms`);
+  console.log(`rollout       bare worker ${r.rollout.bareWorkerMs} ms · Silo rollout ${r.rollout.isolatedMs} ms · ratio ${r.rollout.ratio} (target ≤ 1.25) · reuse mode ${r.rollout.reuseMs} ms (target ≤ 2; the first 50 ${r.rollout.reuseFirstMs} ms; a folder with a file cost ${r.rollout.reuseFolderWithFileUs} µs on the disk then${r.rollout.reuseInMemoryMs === null ? '' : `; with the artifacts in memory ${r.rollout.reuseInMemoryMs} ms`}) · in the sandbox process ${r.rollout.sandboxMs} ms · granted a provider (a gateway token each) ${r.rollout.withProviderMs} ms`);
   console.log(describeSandboxLevels(r.sandboxLevels));
   console.log(`concurrency   ${r.concurrency.rollouts} rollouts · ideal ${r.concurrency.idealMs} ms · wall ${r.concurrency.wallMs} ms · ratio ${r.concurrency.ratio} (target ≤ 1.2) · peak RSS ${r.concurrency.peakRssMb} MiB (target < 3072) · with --reuse-workers ${r.concurrency.reuseWallMs} ms (ratio ${r.concurrency.reuseRatio})`);
   const c = r.concurrency;
