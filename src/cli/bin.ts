@@ -3,9 +3,11 @@
 // (src/*.ts) through the bundle's source maps, read for the modules loaded from here on. Not by
 // default: Node then reads the map of every module it loads.
 if (process.env.SILO_DEBUG) process.setSourceMapsEnabled(true);
-// `silo run`'s sandbox is started first, before commander and the rest of the CLI load (they load
-// while it boots; see run-early.ts): main.js is imported after it, not ahead as a static import.
+// The sandbox of `silo run` and `silo eval` is started first, before commander and the rest of the
+// CLI load (they load while it boots; see run-early.ts): main.js is imported after it, not ahead as
+// a static import.
 if (process.argv[2] === 'run') await (await import('./run-early.js')).startEarlyRun(process.argv.slice(3));
+else if (process.argv[2] === 'eval') await (await import('./run-early.js')).startEarlyEval(process.argv.slice(3));
 const { main } = await import('./main.js');
 
 // `silo ls | head` closes the pipe early: that is the reader's choice, not an error.

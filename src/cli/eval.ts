@@ -153,13 +153,27 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
   }
   const limits = limitsFromFlags(flags);
   // What an eval needs, imported when it runs (the queue only with --queue).
-  const [{ runEval }, { EvalStore }, { resolveEvalId }, { agentEnv }, queue] = await Promise.all([
+  const [{ runEval }, { EvalStore }, { resolveEvalId }, { agentEnv }, queue, { takeEarlyEval }, { localRunner }, { COMPILE_FOR_ROLLOUTS }] = await Promise.all([
     import('../eval/run-eval.js'),
     import('../eval/store.js'),
     import('../inspect/runs.js'),
     import('../agents/builtin.js'),
     flags.queue === undefined ? undefined : import('../queue/coordinator.js'),
+    import('./run-early.js'),
+    import('../eval/runner.js'),
+    import('../pool/compile.js'),
   ]);
+  // The sandbox started before the flags were parsed (run-early.ts), if it is the one this eval
+  // runs its rollouts in: a new eval, here, with the agent, network, concurrency and reuse it
+  // was started for. Otherwise it is ended, and the eval starts its own.
+  const local = flags.resume === undefined && flags.queue === undefined;
+  const early = await takeEarlyEval({
+    agentFile: local && flags.agent && !/^(openai|anthropic):/.test(flags.agent) ? resolve(flags.agent) : undefined,
+    isolation: flags.isolation,
+    noNetwork: !flags.network,
+    concurrency: concurrency ?? DEFAULT_EVAL_CONCURRENCY,
+    reuse: flags.reuseWorkers === true,
+  });
   // A resumed eval runs its stored agent, which decides the built-in variables it gets.
   const resumed = flags.resume === undefined ? undefined : resolveEvalId(flags.resume, resolve(flags.out));
   const agent = resumed === undefined ? flags.agent! : new EvalStore(resolve(flags.out), resumed).readSummary().options.agent;
@@ -206,11 +220,23 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
       ...(flags.evalId === undefined ? {} : { evalId: flags.evalId }),
       ...(flags.shard ? { shard: flags.shard } : {}),
       ...(flags.queue === undefined || !queue ? {} : { runner: queue.queueRunner({ url: flags.queue }) }),
+      // Its agent prepared early too, unless the eval's size calls for preparing it otherwise
+      // (an ES module agent is compiled for COMPILE_FOR_ROLLOUTS rollouts or more).
+      ...(early
+        ? {
+            runner: (context) => {
+              const alike = (context.rollouts ?? 0) >= COMPILE_FOR_ROLLOUTS === early.trials >= COMPILE_FOR_ROLLOUTS;
+              return Promise.resolve(localRunner(context, early.pool, concurrency ?? DEFAULT_EVAL_CONCURRENCY, alike ? early.prepared : undefined));
+            },
+          }
+        : {}),
       ...(flags.baseline === undefined ? {} : { baseline: flags.baseline }),
     });
   } finally {
     stopListening();
     printer.done();
+    // (ended by the eval's runner as it closes; here also when the eval failed before making it)
+    await early?.pool.destroy();
   }
   await printReport(summary, flags);
   if (summary.baseline) {

@@ -53,8 +53,9 @@ export async function main(argv: string[]): Promise<number> {
   // Commands set process.exitCode; left unset, a hang that empties the event loop shows as 13.
   process.exitCode = undefined;
   try {
-    // `silo run`'s sandbox boots while commander and the command load (run-early.ts).
+    // The sandbox of `silo run` and `silo eval` boots while commander and the command load (run-early.ts).
     if (argv[0] === 'run') await (await import('./run-early.js')).startEarlyRun(argv.slice(1));
+    else if (argv[0] === 'eval') await (await import('./run-early.js')).startEarlyEval(argv.slice(1));
     await (await createProgram(argv)).parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {

@@ -63,10 +63,13 @@ export interface RunnerContext {
  */
 export type RunnerFactory = (context: RunnerContext) => Promise<RolloutRunner>;
 
-/** Runs each rollout on `pool`, in this process. */
-export function localRunner(context: RunnerContext, pool: AgentRunner, slots: number): RolloutRunner {
+/**
+ * Runs each rollout on `pool`, in this process. `prepared`: the agents prepared already (by `silo
+ * eval` as its sandbox started early), else prepared here for `context.rollouts`.
+ */
+export function localRunner(context: RunnerContext, pool: AgentRunner, slots: number, prepared?: PreparedAgents): RolloutRunner {
   const { record, outDir, evalId, signal, env, gateway } = context;
-  const preparedAgents = new PreparedAgents({ rollouts: context.rollouts ?? 0 });
+  const preparedAgents = prepared ?? new PreparedAgents({ rollouts: context.rollouts ?? 0 });
   // The agent's sandbox (a jail's mounts depend on the agent) and its first workers start now,
   // while the eval gets its first rollouts ready.
   // (Not for an eval with nothing left to run: threads still starting when the pool is destroyed

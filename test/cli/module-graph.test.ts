@@ -93,6 +93,13 @@ describe('the module graph of a command', () => {
     expect(within(g.silo, [...ROLLOUT, ...OTHERS])).toEqual([]);
   });
 
+  it('silo eval --help starts no sandbox either', async () => {
+    const g = await graph(['eval', 'fixtures/bench/tasks.mjs', '--agent', 'fixtures/agents/bench-caller.mjs', '--help']);
+    expect(g.code).toBe(0);
+    expect(g.packages).toEqual(['commander']);
+    expect(within(g.silo, [...ROLLOUT, ...OTHERS])).toEqual([]);
+  });
+
   it('silo eval loads no queue without --queue, no report writer without --report, no SDK and no MCP', async () => {
     const g = await graph(['eval', 'fixtures/bench/tasks.mjs', '-t', 'bench/calls-0', '--agent', 'fixtures/agents/bench-caller.mjs', '--out', out.dir]);
     expect(g.stderr).not.toMatch(/internal error/);

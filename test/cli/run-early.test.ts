@@ -1,13 +1,16 @@
 /**
- * `silo run`'s sandbox started before commander parses the flags (src/cli/run-early.ts): the guess
- * read from argv, and no sandbox left running by a command that does not take it (a usage error,
- * a task file that does not load, a guess the flags contradict).
+ * The sandbox of `silo run` and `silo eval` started before commander parses the flags
+ * (src/cli/run-early.ts): the guess read from argv, the command taking it, and no sandbox left
+ * running by a command that does not take it (a usage error, a task file that does not load, a
+ * guess the flags contradict).
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { guessRun, startEarlyRun, takeEarlyRun } from '../../src/cli/run-early.js';
+import { guessEval, guessRun, startEarlyEval, startEarlyRun, takeEarlyEval, takeEarlyRun } from '../../src/cli/run-early.js';
+import { DEFAULT_EVAL_CONCURRENCY } from '../../src/options.js';
+import { SandboxPool } from '../../src/sandbox/pool.js';
 import { shutdown } from '../../src/shutdown.js';
 import { tempDir } from '../helpers.js';
 import { runSilo } from './silo.js';
@@ -97,6 +100,79 @@ describe('the sandbox started early', () => {
       expect(ran.code).toBe(0);
       expect(ran.stderr.match(/Linux namespaces are not available here \(turned off\)/g)).toHaveLength(1);
     } finally {
+      out.remove();
+    }
+  });
+});
+
+describe('guessEval', () => {
+  const agentFile = resolve(AGENT);
+
+  it('reads the agent, --no-network, --concurrency, --reuse-workers and --trials in the forms commander takes plainly', () => {
+    expect(guessEval([TASKS, '--agent', AGENT])).toEqual({ agentFile, noNetwork: false, concurrency: DEFAULT_EVAL_CONCURRENCY, reuse: false, trials: 1 });
+    expect(guessEval([TASKS, '-a', AGENT, '-k', '256', '-c', '64', '--reuse-workers'])).toEqual({ agentFile, noNetwork: false, concurrency: 64, reuse: true, trials: 256 });
+    expect(guessEval(['--agent=' + AGENT, TASKS, '--concurrency=8', '--trials=3', '--no-network', '-t', 'bench/*'])).toEqual({ agentFile, noNetwork: true, concurrency: 8, reuse: false, trials: 3 });
+  });
+
+  it('guesses nothing for an eval that runs no sandbox here, keeps its stored options, or says it otherwise', () => {
+    expect(guessEval([TASKS, '--agent', AGENT, '--isolation', 'thread'])).toBeNull();
+    expect(guessEval(['--resume', 'x', '--agent', AGENT])).toBeNull();
+    expect(guessEval([TASKS, '--agent', AGENT, '--queue', 'redis://127.0.0.1:6379'])).toBeNull();
+    expect(guessEval([TASKS, '--agent', AGENT, '--help'])).toBeNull();
+    expect(guessEval([TASKS, '--agent', 'openai:gpt-4o-mini'])).toBeNull();
+    // (values commander would refuse, or read otherwise: the command decides)
+    expect(guessEval([TASKS, '--agent', AGENT, '-c', '0'])).toBeNull();
+    expect(guessEval([TASKS, '--agent', AGENT, '--concurrency', 'many'])).toBeNull();
+    expect(guessEval([TASKS, '--agent', AGENT, '-k', '1e3'])).toBeNull();
+  });
+});
+
+describe("silo eval's sandbox started early", () => {
+  it('is taken by the eval whose flags ask for it, and ended when they ask for another', async () => {
+    const before = children();
+    await startEarlyEval([TASKS, '--agent', AGENT, '-c', '4']);
+    expect(children().length).toBe(before.length + 1);
+    const want = { agentFile: resolve(AGENT), isolation: 'process', noNetwork: false, concurrency: 4, reuse: false };
+    const taken = await takeEarlyEval(want);
+    expect(taken?.trials).toBe(1);
+    expect(children().length).toBe(before.length + 1);
+    await taken!.pool.destroy();
+    expect(await settle(before)).toEqual(before);
+
+    await startEarlyEval([TASKS, '--agent', AGENT, '-c', '4']);
+    expect(await takeEarlyEval({ ...want, reuse: true })).toBeUndefined();
+    expect(await settle(before)).toEqual(before);
+    // A `silo run`'s is not an eval's.
+    await startEarlyRun([TASKS, '--agent', AGENT]);
+    expect(await takeEarlyEval({ ...want, concurrency: 1 })).toBeUndefined();
+    expect(await settle(before)).toEqual(before);
+    await shutdown();
+  });
+
+  it('runs the eval: one sandbox, started before the flags were parsed, and none left after', async () => {
+    const out = tempDir('silo-early-eval-');
+    const calls: SandboxPool[] = [];
+    const realWarm = SandboxPool.prototype.warm;
+    SandboxPool.prototype.warm = function (this: SandboxPool, ...args: Parameters<SandboxPool['warm']>) {
+      calls.push(this);
+      return realWarm.apply(this, args);
+    };
+    try {
+      const before = children();
+      const [stdout, stderr] = [process.stdout.write, process.stderr.write];
+      process.stdout.write = process.stderr.write = () => true;
+      try {
+        expect(await main(['eval', TASKS, '-t', 'bench/calls-0', '--agent', AGENT, '-k', '3', '-c', '2', '--out', out.dir, '-r', 'json', '--output', join(out.dir, 'report.json')])).toBe(0);
+      } finally {
+        [process.stdout.write, process.stderr.write] = [stdout, stderr];
+      }
+      expect(calls.length).toBeGreaterThanOrEqual(2);
+      // The early sandbox's warm (its mounts) and the eval's (its first workers): the same pool.
+      expect(new Set(calls).size).toBe(1);
+      expect(await settle(before)).toEqual(before);
+      expect(JSON.parse(readFileSync(join(out.dir, 'report.json'), 'utf8')).totals.passed).toBe(3);
+    } finally {
+      SandboxPool.prototype.warm = realWarm;
       out.remove();
     }
   });
