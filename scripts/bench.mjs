@@ -16,7 +16,9 @@
 //                 (scripts/lib/bench-sandbox.mjs, which also runs alone)
 //   concurrency   256 rollouts whose agents wait 5 × 200 ms (a model's latency): ideal vs measured
 //                 wall; and the same agents without Silo, a Worker each and in reused threads;
-//                 five turns of each, the ratios the medians of the turns' pairs
+//                 five turns of each, the ratios the medians of the turns' pairs; then the
+//                 --reuse-workers case as whole processes (`silo eval` against a process running
+//                 the bare threads), five turns
 //   gateway       the model gateway against a scripted upstream called directly: ms added per
 //                 non-streamed request and per streamed chunk; then 256 rollouts whose agents stream
 //                 5 × ~200 ms from the upstream through one gateway at once (against the
@@ -281,6 +283,28 @@ for (let i = 0; i < TURNS; i++) {
   if (siloFirst) turn.bareThreadsMs = await bareThreadsOnce();
   turns.push(turn);
 }
+// The --reuse-workers case as a user meets it: the whole `silo eval` command (Node's start, the
+// CLI, the task file, the sandbox, the artifacts and the report) against a whole process that runs
+// the bare threads (Node's start, then the same threads). In turns, each order in every other turn.
+const BIN = fileURLToPath(new URL('../dist/bundle/bin.js', import.meta.url));
+const BARE = fileURLToPath(new URL('./lib/bare-concurrency.mjs', import.meta.url));
+const processMs = (args) =>
+  new Promise((resolve, reject) => {
+    const t = performance.now();
+    execFile(process.execPath, args, { maxBuffer: 2 ** 24 }, (err, _stdout, stderr) => (err ? reject(new Error(`${args.join(' ')} failed: ${stderr || err.message}`)) : resolve(performance.now() - t)));
+  });
+const cliTurns = [];
+for (let i = 0; i < TURNS; i++) {
+  const cli = () => processMs([BIN, 'eval', 'fixtures/bench/tasks.mjs', '-t', 'bench/wait', '-a', 'fixtures/agents/bench-waiter.mjs', '-k', String(ROLLOUTS), '-c', String(ROLLOUTS), '--reuse-workers', '--out', out, '-r', 'json', '--output', join(out, 'cli-report.json')]);
+  const bare = () => processMs([BARE, 'threads', String(ROLLOUTS), String(Math.ceil(ROLLOUTS / agentsPerReusedWorker(ROLLOUTS)))]);
+  const turn = {};
+  if (i % 2 === 1) turn.bareMs = await bare();
+  turn.cliMs = await cli();
+  if (i % 2 === 0) turn.bareMs = await bare();
+  cliTurns.push(turn);
+}
+const cliToBare = cliTurns.map((t) => t.cliMs / t.bareMs);
+
 const idealMs = 5 * 200;
 const turnsOf = (key) => turns.map((t) => t[key]);
 const wallMs = median(turnsOf('wallMs'));
@@ -477,6 +501,12 @@ const result = {
     reuseToBareThreadsRatio: round(median(reuseToBare), 3),
     // Every turn's walls, ms.
     turnsMs: turns.map((t) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k, round(v, 0)]))),
+    // The --reuse-workers case as whole processes: `silo eval` against a process running the bare
+    // threads, each turn's ratio and their median.
+    cliReuseMs: round(median(cliTurns.map((t) => t.cliMs)), 0),
+    bareThreadsProcessMs: round(median(cliTurns.map((t) => t.bareMs)), 0),
+    cliReuseToBareThreads: cliToBare.map((x) => round(x, 3)),
+    cliReuseToBareThreadsRatio: round(median(cliToBare), 3),
     // A folder with one file, as fileSystem.folderWithFileUs, measured just before the turns.
     folderWithFileUs: round(fsUsBeforeConcurrency, 0),
   },
@@ -525,6 +555,7 @@ if (json) {
   const c = r.concurrency;
   console.log(`              without Silo: a Worker per agent ${c.bareWorkersMs} ms (Silo's default ${c.defaultToBareWorkersRatio}× that, target ≤ 1.15; turns ${c.defaultToBareWorkers.join(', ')}) · reused threads, a fresh module instance per agent ${c.bareThreadsMs} ms (--reuse-workers ${c.reuseToBareThreadsRatio}× that, target ≤ 1.15; turns ${c.reuseToBareThreads.join(', ')})`);
   console.log(`              medians of ${c.turns} turns · a folder with one file cost ${c.folderWithFileUs} µs just before them`);
+  console.log(`              as whole processes: \`silo eval --reuse-workers\` ${c.cliReuseMs} ms · a process running the bare threads ${c.bareThreadsProcessMs} ms · ${c.cliReuseToBareThreadsRatio}× (turns ${c.cliReuseToBareThreads.join(', ')})`);
   const g = r.gateway;
   console.log(`gateway       per request: direct ${g.directMsPerRequest} ms · through the gateway ${g.gatewayMsPerRequest} ms · added ${g.addedMsPerRequest} ms (target ≤ 1) · per chunk of a ${g.chunksPerStream}-chunk stream: added ${g.addedMsPerChunk} ms (target ≤ 0.2)`);
   console.log(`              ${g.clientsStreaming} clients streaming at once (5 × 20 chunks 10 ms apart, 4 rounds): ${g.clientsWallMsPerRound} ms a round · heap after each ${g.clientsHeapMbAfterRounds.join(' → ')} MiB · peak RSS ${g.clientsPeakRssMb} MiB${g.clientsFailed ? ` · ${g.clientsFailed} failed` : ''}`);
@@ -536,5 +567,5 @@ if (json) {
   console.log(
     `retail       ${Math.round(t.worldBytes / 1000)} KB world · createState ${t.createStateMs} ms · analyze ${t.analyzeMs} ms · hash ${t.hashMs} ms · tracked diff ${t.diffMs} ms · initial for the verifier ${t.initialMs} ms · verify ${t.verifyMs} ms · Silo's part ${t.siloHostMs} ms · whole rollout (oracle, TypeScript) ${t.rolloutMs} ms`,
   );
-  console.log('\n(targets from the eval-at-scale issue; worldScaling aims for ≤ 1.0 at 10 MB)');
+  console.log('\n(targets from the eval-at-scale and fast-starts issues; worldScaling aims for ≤ 0.25 at 10 MB)');
 }

@@ -45,3 +45,10 @@ export const bareWorkers = (agents) => run(agents, agents);
 
 /** `threads` threads, a fresh module instance per agent. */
 export const bareThreads = (agents, threads) => run(agents, threads);
+
+// Run as a script (`node scripts/lib/bare-concurrency.mjs threads|workers AGENTS [THREADS]`), a
+// whole process that does only this: the baseline of a whole `silo eval` command.
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  const [how, agents, threads] = process.argv.slice(2);
+  await (how === 'workers' ? bareWorkers(Number(agents)) : bareThreads(Number(agents), Number(threads)));
+}
