@@ -163,17 +163,6 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
     import('../eval/runner.js'),
     import('../pool/compile.js'),
   ]);
-  // The sandbox started before the flags were parsed (run-early.ts), if it is the one this eval
-  // runs its rollouts in: a new eval, here, with the agent, network, concurrency and reuse it
-  // was started for. Otherwise it is ended, and the eval starts its own.
-  const local = flags.resume === undefined && flags.queue === undefined;
-  const early = await takeEarlyEval({
-    agentFile: local && flags.agent && !/^(openai|anthropic):/.test(flags.agent) ? resolve(flags.agent) : undefined,
-    isolation: flags.isolation,
-    noNetwork: !flags.network,
-    concurrency: concurrency ?? DEFAULT_EVAL_CONCURRENCY,
-    reuse: flags.reuseWorkers === true,
-  });
   // A resumed eval runs its stored agent, which decides the built-in variables it gets.
   const resumed = flags.resume === undefined ? undefined : resolveEvalId(flags.resume, resolve(flags.out));
   const agent = resumed === undefined ? flags.agent! : new EvalStore(resolve(flags.out), resumed).readSummary().options.agent;
@@ -188,7 +177,20 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
     () => (evalId === undefined ? undefined : `silo: continue with: silo eval --resume ${evalId}${outFlag(flags.out)}${flags.queue === undefined ? '' : ` --queue ${quote(flags.queue)}`}`),
   );
   let summary: EvalSummary;
+  let early: Awaited<ReturnType<typeof takeEarlyEval>>;
   try {
+    // The sandbox started before the flags were parsed (run-early.ts), if it is the one this eval
+    // runs its rollouts in: a new eval, here, with the agent, network, concurrency and reuse it
+    // was started for. Otherwise it is ended, and the eval starts its own.
+    const local = flags.resume === undefined && flags.queue === undefined;
+    early = await takeEarlyEval({
+      agentFile: local && flags.agent && !/^(openai|anthropic):/.test(flags.agent) ? resolve(flags.agent) : undefined,
+      isolation: flags.isolation,
+      noNetwork: !flags.network,
+      concurrency: concurrency ?? DEFAULT_EVAL_CONCURRENCY,
+      reuse: flags.reuseWorkers === true,
+    });
+    const taken = early;
     summary = await runEval({
       paths,
       trials: flags.trials,
@@ -222,11 +224,11 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
       ...(flags.queue === undefined || !queue ? {} : { runner: queue.queueRunner({ url: flags.queue }) }),
       // Its agent prepared early too, unless the eval's size calls for preparing it otherwise
       // (an ES module agent is compiled for COMPILE_FOR_ROLLOUTS rollouts or more).
-      ...(early
+      ...(taken
         ? {
             runner: (context) => {
-              const alike = (context.rollouts ?? 0) >= COMPILE_FOR_ROLLOUTS === early.trials >= COMPILE_FOR_ROLLOUTS;
-              return Promise.resolve(localRunner(context, early.pool, concurrency ?? DEFAULT_EVAL_CONCURRENCY, alike ? early.prepared : undefined));
+              const alike = (context.rollouts ?? 0) >= COMPILE_FOR_ROLLOUTS === taken.trials >= COMPILE_FOR_ROLLOUTS;
+              return Promise.resolve(localRunner(context, taken.pool, concurrency ?? DEFAULT_EVAL_CONCURRENCY, alike ? taken.prepared : undefined));
             },
           }
         : {}),

@@ -149,6 +149,24 @@ describe("silo eval's sandbox started early", () => {
     await shutdown();
   });
 
+  it('is left running by no eval that fails: a usage error, a task file that does not load', async () => {
+    const out = tempDir('silo-early-eval-fails-');
+    try {
+      const before = children();
+      const [stdout, stderr] = [process.stdout.write, process.stderr.write];
+      process.stdout.write = process.stderr.write = () => true;
+      try {
+        expect(await main(['eval', TASKS, '--agent', AGENT, '-e', 'SILO_TEST_NOT_SET_ANYWHERE', '--out', out.dir])).toBe(2);
+        expect(await main(['eval', 'fixtures/bench/no-such-tasks.mjs', '--agent', AGENT, '--out', out.dir])).toBe(2);
+      } finally {
+        [process.stdout.write, process.stderr.write] = [stdout, stderr];
+      }
+      expect(await settle(before)).toEqual(before);
+    } finally {
+      out.remove();
+    }
+  });
+
   it('runs the eval: one sandbox, started before the flags were parsed, and none left after', async () => {
     const out = tempDir('silo-early-eval-');
     const calls: SandboxPool[] = [];
