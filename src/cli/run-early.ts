@@ -3,8 +3,8 @@
  * sandbox (bubblewrap, a second Node, its first workers) is the longest part of a cold command;
  * the command's own start (commander, the command's definitions, then the rollouts' modules and
  * the task files) can happen meanwhile. So main() reads the few arguments the sandbox depends on
- * (the agent, `--isolation`, `--no-network`, and for an eval `--concurrency` and
- * `--reuse-workers`) straight from argv, and when they are plain, prepares the agent and starts
+ * (the agent, `--isolation`, `--no-network`, and for an eval `--concurrency`, `--reuse-workers`
+ * and `--trials`) straight from argv, and when they are plain, prepares the agent and starts
  * its sandbox at once, with no worker yet. The command, once commander has parsed its flags, takes
  * that sandbox only if it is the one it would have started (takeEarlyRun, takeEarlyEval);
  * otherwise it is ended and the command starts its own. One nobody takes (`--help`, a usage
