@@ -153,15 +153,13 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
   }
   const limits = limitsFromFlags(flags);
   // What an eval needs, imported when it runs (the queue only with --queue).
-  const [{ runEval }, { EvalStore }, { resolveEvalId }, { agentEnv }, queue, { takeEarlyEval }, { localRunner }, { COMPILE_FOR_ROLLOUTS }] = await Promise.all([
+  const [{ runEval, localRunner }, { EvalStore }, { resolveEvalId }, { agentEnv }, queue, { takeEarlyEval }] = await Promise.all([
     import('../eval/run-eval.js'),
     import('../eval/store.js'),
     import('../inspect/runs.js'),
     import('../agents/builtin.js'),
     flags.queue === undefined ? undefined : import('../queue/coordinator.js'),
     import('./run-early.js'),
-    import('../eval/runner.js'),
-    import('../pool/compile.js'),
   ]);
   // A resumed eval runs its stored agent, which decides the built-in variables it gets.
   const resumed = flags.resume === undefined ? undefined : resolveEvalId(flags.resume, resolve(flags.out));
@@ -222,15 +220,10 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
       ...(flags.evalId === undefined ? {} : { evalId: flags.evalId }),
       ...(flags.shard ? { shard: flags.shard } : {}),
       ...(flags.queue === undefined || !queue ? {} : { runner: queue.queueRunner({ url: flags.queue }) }),
-      // Its agent prepared early too, unless the eval's size calls for preparing it otherwise
-      // (an ES module agent is compiled for COMPILE_FOR_ROLLOUTS rollouts or more).
+      // Its agent prepared early too (as for `--trials` rollouts), unless the eval's size calls
+      // for preparing it otherwise (localRunner decides).
       ...(taken
-        ? {
-            runner: (context) => {
-              const alike = (context.rollouts ?? 0) >= COMPILE_FOR_ROLLOUTS === taken.trials >= COMPILE_FOR_ROLLOUTS;
-              return Promise.resolve(localRunner(context, taken.pool, concurrency ?? DEFAULT_EVAL_CONCURRENCY, alike ? taken.prepared : undefined));
-            },
-          }
+        ? { runner: (context) => Promise.resolve(localRunner(context, taken.pool, concurrency ?? DEFAULT_EVAL_CONCURRENCY, { prepared: taken.prepared, rollouts: taken.trials })) }
         : {}),
       ...(flags.baseline === undefined ? {} : { baseline: flags.baseline }),
     });

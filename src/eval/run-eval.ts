@@ -25,6 +25,9 @@ import type { CacheMode } from '../gateway/cache.js';
 import { checkProviders, type Provider } from '../gateway/providers.js';
 import { discoverTaskFiles } from './discover.js';
 import { localRunner, type RunnerFactory } from './runner.js';
+
+// (for `silo eval`, which runs its rollouts on the sandbox it started early: one chunk fewer to load)
+export { localRunner };
 import { inShard, type Shard } from './shard.js';
 import { checkEvalId, EvalStore, newEvalId } from './store.js';
 import { outDirAccess } from '../out-dir.js';

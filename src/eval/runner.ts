@@ -8,7 +8,7 @@ import type { LoadedTask } from '../load.js';
 import { resolve } from 'node:path';
 import { parseBuiltinAgent } from '../agents/builtin.js';
 import { DEFAULT_LIMITS } from '../options.js';
-import { PreparedAgents } from '../pool/compile.js';
+import { COMPILE_FOR_ROLLOUTS, PreparedAgents } from '../pool/compile.js';
 import type { AgentRunner } from '../pool/pool.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { EvalOptionsRecord, RunResult } from '../types.js';
@@ -64,12 +64,16 @@ export interface RunnerContext {
 export type RunnerFactory = (context: RunnerContext) => Promise<RolloutRunner>;
 
 /**
- * Runs each rollout on `pool`, in this process. `prepared`: the agents prepared already (by `silo
- * eval` as its sandbox started early), else prepared here for `context.rollouts`.
+ * Runs each rollout on `pool`, in this process. `early`: agents prepared already, as for an eval
+ * of `rollouts` rollouts (by `silo eval` as its sandbox started early: run-early.ts), taken unless
+ * this eval's size calls for preparing them otherwise (an ES module agent is compiled for
+ * COMPILE_FOR_ROLLOUTS rollouts or more); else they are prepared here for `context.rollouts`.
  */
-export function localRunner(context: RunnerContext, pool: AgentRunner, slots: number, prepared?: PreparedAgents): RolloutRunner {
+export function localRunner(context: RunnerContext, pool: AgentRunner, slots: number, early?: { prepared: PreparedAgents; rollouts: number }): RolloutRunner {
   const { record, outDir, evalId, signal, env, gateway } = context;
-  const preparedAgents = prepared ?? new PreparedAgents({ rollouts: context.rollouts ?? 0 });
+  const rollouts = context.rollouts ?? 0;
+  const preparedAgents =
+    early && rollouts >= COMPILE_FOR_ROLLOUTS === early.rollouts >= COMPILE_FOR_ROLLOUTS ? early.prepared : new PreparedAgents({ rollouts });
   // The agent's sandbox (a jail's mounts depend on the agent) and its first workers start now,
   // while the eval gets its first rollouts ready.
   // (Not for an eval with nothing left to run: threads still starting when the pool is destroyed

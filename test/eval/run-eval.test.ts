@@ -5,7 +5,7 @@
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { junitReport } from '../../src/eval/reporters.js';
 import { localRunner, type RunnerFactory } from '../../src/eval/runner.js';
 import { createRunner } from '../../src/pool/runners.js';
@@ -362,6 +362,24 @@ describe('cancel and resume', () => {
     expect(resumed.options.concurrency).toBe(3);
     await runEval({ resume: first.evalId.slice(0, 20), outDir: out, runner, concurrency: 5 });
     expect(asked).toEqual([3, 5]);
+  });
+});
+
+describe('localRunner', () => {
+  it('takes agents prepared early (silo eval) only when the eval is of a size prepared alike', async () => {
+    const fake = () => ({ get: vi.fn(() => Promise.resolve({ modulePath: '', readable: [], mapStack: (t: string) => t })) });
+    const pool = { link: () => undefined, run: () => undefined, destroy: () => Promise.resolve(), warm: vi.fn() } as unknown as Parameters<typeof localRunner>[1];
+    const context = (rollouts: number) => ({ evalId: 'x', record: { agent: agent('plain.js') } as never, outDir: outDir(), rollouts });
+    for (const [early, eval_, taken] of [
+      [1, 3, true],
+      [COMPILE_FOR_ROLLOUTS, 256, true],
+      [1, COMPILE_FOR_ROLLOUTS, false],
+      [COMPILE_FOR_ROLLOUTS, 1, false],
+    ] as const) {
+      const prepared = fake();
+      localRunner(context(eval_), pool, 2, { prepared: prepared as never, rollouts: early });
+      expect([early, eval_, prepared.get.mock.calls.length > 0]).toEqual([early, eval_, taken]);
+    }
   });
 });
 
