@@ -25,9 +25,6 @@ import type { CacheMode } from '../gateway/cache.js';
 import { checkProviders, type Provider } from '../gateway/providers.js';
 import { discoverTaskFiles } from './discover.js';
 import { localRunner, type RunnerFactory } from './runner.js';
-
-// (for `silo eval`, which runs its rollouts on the sandbox it started early: one chunk fewer to load)
-export { localRunner };
 import { inShard, type Shard } from './shard.js';
 import { checkEvalId, EvalStore, newEvalId } from './store.js';
 import { outDirAccess } from '../out-dir.js';
@@ -37,6 +34,10 @@ import { suspicion } from '../inspect/diagnose.js';
 import { Tally } from './tally.js';
 import { parseUserModel } from '../user/model-user.js';
 import { soloNote } from '../user/plan.js';
+
+// For `silo eval`, which runs its rollouts on the sandbox it started early (src/cli/run-early.ts):
+// from here, it loads no chunk of the bundle more.
+export { localRunner };
 
 /** Options of runEval. */
 export interface EvalOptions {
