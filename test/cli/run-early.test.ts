@@ -23,6 +23,17 @@ function children(): string[] {
   return readdirSync('/proc/self/task').flatMap((t) => readFileSync(`/proc/self/task/${t}/children`, 'utf8').trim().split(' ').filter(Boolean));
 }
 
+/** `work`, with this process's stdout and stderr silenced (the command's own lines are not the test's). */
+async function quietly<T>(work: () => Promise<T>): Promise<T> {
+  const [stdout, stderr] = [process.stdout.write, process.stderr.write];
+  process.stdout.write = process.stderr.write = () => true;
+  try {
+    return await work();
+  } finally {
+    [process.stdout.write, process.stderr.write] = [stdout, stderr];
+  }
+}
+
 /** Waits for the children to be `expected` (a killed sandbox is reaped as its exit is seen). */
 async function settle(expected: string[]): Promise<string[]> {
   for (let i = 0; i < 100 && children().join() !== expected.join(); i++) await new Promise((r) => setTimeout(r, 50));
@@ -74,14 +85,8 @@ describe('the sandbox started early', () => {
     const out = tempDir('silo-early-');
     try {
       const before = children();
-      const stderr = process.stderr.write;
-      process.stderr.write = () => true;
-      try {
-        expect(await main(['run', TASKS, '--agent', AGENT, '--max-turns', '0', '--out', out.dir])).toBe(2);
-        expect(await main(['run', 'fixtures/bench/no-such-tasks.mjs', '--agent', AGENT, '--out', out.dir])).toBe(2);
-      } finally {
-        process.stderr.write = stderr;
-      }
+      expect(await quietly(() => main(['run', TASKS, '--agent', AGENT, '--max-turns', '0', '--out', out.dir]))).toBe(2);
+      expect(await quietly(() => main(['run', 'fixtures/bench/no-such-tasks.mjs', '--agent', AGENT, '--out', out.dir]))).toBe(2);
       expect(await settle(before)).toEqual(before);
     } finally {
       out.remove();
@@ -153,14 +158,8 @@ describe("silo eval's sandbox started early", () => {
     const out = tempDir('silo-early-eval-fails-');
     try {
       const before = children();
-      const [stdout, stderr] = [process.stdout.write, process.stderr.write];
-      process.stdout.write = process.stderr.write = () => true;
-      try {
-        expect(await main(['eval', TASKS, '--agent', AGENT, '-e', 'SILO_TEST_NOT_SET_ANYWHERE', '--out', out.dir])).toBe(2);
-        expect(await main(['eval', 'fixtures/bench/no-such-tasks.mjs', '--agent', AGENT, '--out', out.dir])).toBe(2);
-      } finally {
-        [process.stdout.write, process.stderr.write] = [stdout, stderr];
-      }
+      expect(await quietly(() => main(['eval', TASKS, '--agent', AGENT, '-e', 'SILO_TEST_NOT_SET_ANYWHERE', '--out', out.dir]))).toBe(2);
+      expect(await quietly(() => main(['eval', 'fixtures/bench/no-such-tasks.mjs', '--agent', AGENT, '--out', out.dir]))).toBe(2);
       expect(await settle(before)).toEqual(before);
     } finally {
       out.remove();
@@ -177,13 +176,7 @@ describe("silo eval's sandbox started early", () => {
     };
     try {
       const before = children();
-      const [stdout, stderr] = [process.stdout.write, process.stderr.write];
-      process.stdout.write = process.stderr.write = () => true;
-      try {
-        expect(await main(['eval', TASKS, '-t', 'bench/calls-0', '--agent', AGENT, '-k', '3', '-c', '2', '--out', out.dir, '-r', 'json', '--output', join(out.dir, 'report.json')])).toBe(0);
-      } finally {
-        [process.stdout.write, process.stderr.write] = [stdout, stderr];
-      }
+      expect(await quietly(() => main(['eval', TASKS, '-t', 'bench/calls-0', '--agent', AGENT, '-k', '3', '-c', '2', '--out', out.dir, '-r', 'json', '--output', join(out.dir, 'report.json')]))).toBe(0);
       expect(calls.length).toBeGreaterThanOrEqual(2);
       // The early sandbox's warm (its mounts) and the eval's (its first workers): the same pool.
       expect(new Set(calls).size).toBe(1);
