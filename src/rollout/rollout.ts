@@ -30,7 +30,6 @@ import { sharedGateway } from '../gateway/shared.js';
 import { checkProviders, variableNames, type Provider } from '../gateway/providers.js';
 import type { CacheMode } from '../gateway/cache.js';
 import { ModelLog } from '../gateway/record.js';
-import { HostModelClient } from '../gateway/call.js';
 import { Conversation, UserError } from '../user/conversation.js';
 import { userPlan, type UserPlan } from '../user/plan.js';
 import { scriptedUser } from '../user/scripted.js';
@@ -213,10 +212,15 @@ export async function runRollout(options: RolloutOptions): Promise<RunResult> {
     // With a user, the agent's instruction is the user's opening line (after the task's policy).
     let instruction = task.instruction;
     if (plan.mode === 'scripted' || plan.mode === 'model') {
+      // (The model client, and node:http with it, load only for an LLM user.)
       const speaker =
         plan.mode === 'scripted'
           ? scriptedUser(plan.spec, seed)
-          : modelUser(new HostModelClient(gateway!, { actor: 'user', log: models!, taskId: task.id, trial: options.trial ?? null }), plan.model, plan.spec.instruction);
+          : modelUser(
+              new (await import('../gateway/call.js')).HostModelClient(gateway!, { actor: 'user', log: models!, taskId: task.id, trial: options.trial ?? null }),
+              plan.model,
+              plan.spec.instruction,
+            );
       conversation = new Conversation(speaker, trace, plan.spec.maxTurns === undefined ? {} : { maxTurns: plan.spec.maxTurns });
       // A cancel while an LLM user writes its opening line abandons it.
       const talking = conversation;

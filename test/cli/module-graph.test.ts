@@ -52,7 +52,9 @@ async function graph(args: string[], env: Record<string, string> = {}): Promise<
 
 /** Parts of Silo only some commands use (a prefix of a module path under src/). */
 const ROLLOUT = ['src/rollout/', 'src/pool/', 'src/sandbox/', 'src/load', 'src/typescript'];
-const OTHERS = ['src/queue/', 'src/serve/', 'src/check/', 'src/inspect/report', 'src/agents/openai', 'src/agents/anthropic', 'src/gateway/gateway'];
+// (The gateway's server and its client, node:http with them, load only for a rollout that reaches a
+// model: a provider or an LLM user.)
+const OTHERS = ['src/queue/', 'src/serve/', 'src/check/', 'src/inspect/report', 'src/agents/openai', 'src/agents/anthropic', 'src/gateway/gateway', 'src/gateway/call', 'src/gateway/exchange', 'src/gateway/upstream'];
 /** Packages no command of these tests uses: the optional peers, and what the tests here never load. */
 const HEAVY = ['bullmq', 'ioredis', '@modelcontextprotocol/sdk', 'openai', '@anthropic-ai/sdk', 'tsx', 'esbuild', 'playwright-core'];
 
