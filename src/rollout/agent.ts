@@ -17,7 +17,7 @@ import type { WorkerTask } from '../protocol.js';
 import { UsageTally, type Usage } from './usage.js';
 import { createCallPath } from './call.js';
 import { startGate } from '../pool/start-gate.js';
-import { LimitGuard } from './limits.js';
+import { LimitGuard, type FiredLimit } from './limits.js';
 import { capText } from './output.js';
 import type { Toolbox } from './tools.js';
 import { round, type Trace } from './trace.js';
@@ -257,36 +257,72 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   await within(channel.settle(), INFLIGHT_SETTLE_MS);
   channel.close();
 
-  const base = {
-    toolCalls: guard.toolCalls,
-    refusedCalls: guard.refusedCalls,
-    toolTimeMs: calls.toolTimeMs,
-    agentMs: round(endedAt - (startedAt ?? endedAt)),
-    usage: usage.total,
-    ...(exitInfo.isolation ? { isolation: exitInfo.isolation } : {}),
-  };
-  const fired = guard.fired?.termination;
+  return endOfPhase({
+    done,
+    exit: exitInfo,
+    base: {
+      toolCalls: guard.toolCalls,
+      refusedCalls: guard.refusedCalls,
+      toolTimeMs: calls.toolTimeMs,
+      agentMs: round(endedAt - (startedAt ?? endedAt)),
+      usage: usage.total,
+      ...(exitInfo.isolation ? { isolation: exitInfo.isolation } : {}),
+    },
+    fired: guard.fired?.termination,
+    started: startedAt !== undefined,
+    startTimedOut: terminate.signal.aborted ? startMs : undefined,
+    exitReason,
+    limits,
+    trace,
+    prepared,
+  });
+}
 
+/** What the end of the agent's part is known by. */
+interface PhaseEnd {
+  /** The worker's completion: none if it went away first. */
+  done: DoneMessage | null | undefined;
+  exit: WorkerExit;
+  /** The counts and times of the phase. */
+  base: Omit<AgentPhase, 'termination' | 'output' | 'outputTruncated' | 'error'>;
+  /** The limit that fired, if one did. */
+  fired: FiredLimit['termination'] | undefined;
+  /** A worker took the rollout. */
+  started: boolean;
+  /** The worker was terminated (then: the start's time limit, ms). */
+  startTimedOut: number | undefined;
+  /** The agent's own account of why it ended its worker. */
+  exitReason: string | undefined;
+  limits: Limits;
+  trace: Trace;
+  prepared: PreparedAgent;
+}
+
+/**
+ * How the agent's part ended, and its last trace event. A function of its own, not the end of
+ * runAgent: so that runAgent stays small enough for V8 to optimize cheaply once it is hot.
+ */
+function endOfPhase({ done, exit, base, fired, started, startTimedOut, exitReason, limits, trace, prepared }: PhaseEnd): AgentPhase {
   // (an error naming a file the jail hid says so, as the permission model would have)
   if (done) return { ...base, ...fromCompletion(done, fired, limits, trace, (text) => explainHidden(prepared.mapStack(text), prepared.readable)) };
 
   // No completion, and no worker ever took the rollout: not the agent's doing (evals retry it).
-  if (startedAt === undefined && fired !== 'cancelled') {
-    const why = terminate.signal.aborted ? `within ${startMs} ms` : `(${exitInfo.message})`;
+  if (!started && fired !== 'cancelled') {
+    const why = startTimedOut !== undefined ? `within ${startTimedOut} ms` : `(${exit.message})`;
     const error = { code: 'crashed', message: `the agent's worker never started ${why}` };
     trace.add({ type: 'agent_threw', error });
     return { ...base, termination: 'crashed', output: null, outputTruncated: false, error };
   }
   // No completion: the worker was terminated after a limit, ran out of memory, or died.
   if (fired) return { ...base, termination: fired, output: null, outputTruncated: false };
-  if (exitInfo.kind === 'out_of_memory') {
+  if (exit.kind === 'out_of_memory') {
     const message = `the agent's worker ran out of memory (memoryMb ${limits.memoryMb})`;
     trace.add({ type: 'limit_exceeded', limit: 'memoryMb', message });
     return { ...base, termination: 'out_of_memory', output: null, outputTruncated: false, error: { code: 'out_of_memory', message } };
   }
   const error =
     exitReason === undefined
-      ? { code: 'crashed', message: `the agent's worker ended before the agent returned (${exitInfo.message})` }
+      ? { code: 'crashed', message: `the agent's worker ended before the agent returned (${exit.message})` }
       : { code: 'agent_exit', message: `the agent ended its worker before returning: ${exitReason}` };
   trace.add({ type: 'agent_threw', error });
   return { ...base, termination: 'crashed', output: null, outputTruncated: false, error };
