@@ -9,8 +9,9 @@
  * - the environment is deterministic: its first rollout builds a second world anyway (the
  *   freshness probe in state.ts); both must hash the same, or nothing of it is cached;
  * - the world's sketch matches: its shape near the root breadth first (keys, kinds of values,
- *   sizes, primitive values, up to SKETCH_ENTRIES entries) and SKETCH_WALKS paths drawn from the
- *   root to a leaf by a fixed PRNG (so also deep into wide worlds), the same as the first world's;
+ *   sizes, primitive values, up to SKETCH_ENTRIES entries) and, for a world bigger than that,
+ *   SKETCH_WALKS paths drawn from the root to a leaf by a fixed PRNG (so also deep into wide
+ *   worlds), the same as the first world's;
  * - no object written in an earlier rollout of this key is in the new world where it was then
  *   (a createState that copies shallowly hands out objects an earlier rollout changed).
  *
@@ -170,9 +171,15 @@ export function sketchWorld(root: object): string {
   const queue: object[] = [root];
   const queued = new Set<object>([root]);
   let budget = SKETCH_ENTRIES;
-  for (let i = 0; i < queue.length && budget > 0; i++) {
+  // Whether the breadth-first part reached every entry of the world.
+  let whole = true;
+  for (let i = 0; i < queue.length; i++) {
     const object = queue[i]!;
     const count = size(object);
+    if (budget < count) {
+      whole = false;
+      if (budget <= 0) break;
+    }
     for (let j = 0; j < count; j++) {
       if (budget-- <= 0) break;
       const key = keyAt(object, j);
@@ -188,6 +195,9 @@ export function sketchWorld(root: object): string {
       }
     }
   }
+  // A world the breadth-first part saw whole (most are small) is sketched: a path would only
+  // pass entries already in it.
+  if (whole) return parts.join('\u0000');
   // Paths to leaves, drawn the same way every time: two worlds alike so far take the same ones.
   const random = seededRandom(0x5e1f);
   for (let walk = 0; walk < SKETCH_WALKS; walk++) {

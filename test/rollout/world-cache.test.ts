@@ -124,6 +124,19 @@ describe('the world cache (a hash and verdict per environment and seed)', () => 
     const shared = { b: [1] };
     expect(sketchWorld({ a: shared, c: shared })).not.toBe(sketchWorld({ a: { b: [1] }, c: { b: [1] } }));
   });
+
+  it('walks paths to leaves only in a world too big for its breadth-first part', () => {
+    const walks = (world: object): number => sketchWorld(world).split('\u0000').filter((part) => part === '/').length;
+    // Seen whole (every entry): a path would pass nothing new.
+    expect(walks({ a: { b: [1, 2, 3] }, c: 'x' })).toBe(0);
+    expect(walks({ rows: Array.from({ length: 2_000 }, (_, i) => i) })).toBe(0);
+    // Past the breadth-first part: the paths reach what it did not.
+    const big = { rows: Array.from({ length: 3_000 }, (_, i) => ({ id: i, deep: { value: i } })) };
+    expect(walks(big)).toBeGreaterThan(0);
+    const changed = structuredClone(big);
+    for (const row of changed.rows) row.deep.value = -1;
+    expect(sketchWorld(changed)).not.toBe(sketchWorld(big));
+  });
 });
 
 describe('sketchWorld on arrays', () => {
