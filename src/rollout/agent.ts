@@ -4,7 +4,7 @@
  * how the agent's part ended.
  */
 import { performance } from 'node:perf_hooks';
-import { HostChannel, type DoneMessage } from '../pool/channel.js';
+import { HostChannel, type ChannelHandlers, type DoneMessage } from '../pool/channel.js';
 import type { AgentRunner, WorkerExit } from '../pool/pool.js';
 import { prepareAgent, type PreparedAgent, type PreparedAgents } from '../pool/compile.js';
 import type { Guard } from '../pool/permissions.js';
@@ -104,12 +104,16 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     return { termination: 'load_error', output: null, outputTruncated: false, error, toolCalls: 0, refusedCalls: 0, toolTimeMs: 0, agentMs: 0 };
   }
   const terminate = new AbortController();
-  let graceTimer: NodeJS.Timeout | undefined;
-  let startedAt: number | undefined;
   /** Frees this rollout's turn to start a worker (start-gate.ts), once the worker has started. */
   const slot: { release?: (() => void) | null } = {};
-  /** Set when the agent ended its own worker. */
-  let exitReason: string | undefined;
+  // What the worker's messages tell (its start, why it ended itself), and the grace period's timer.
+  const state: PhaseState = {
+    onStart: () => {
+      slot.release?.();
+      clearTimeout(startTimer);
+      guard.startClock();
+    },
+  };
 
   const guard = new LimitGuard(limits, (fired) => {
     trace.add({ type: 'limit_exceeded', limit: fired.limit, message: fired.reason });
@@ -118,70 +122,18 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
     channel.abort(fired.reason);
     // Also before the worker started (a cancel): the abort reaches the agent once it has, and it
     // gets its grace period to return what it has.
-    graceTimer = setTimeout(() => terminate.abort(fired.reason), limits.graceMs);
+    state.graceTimer = setTimeout(() => terminate.abort(fired.reason), limits.graceMs);
   });
   // A model budget spent (maxModelRequests, maxTokens) ends the rollout as model_limit.
   opts.models?.session.onLimit((limit, reason) => guard.fire({ termination: 'model_limit', limit, reason }));
   const calls = createCallPath(guard, opts.toolbox, trace);
   const usage = new UsageTally();
-  // Logs are kept up to a budget per run; past it they are dropped, with one note in the trace.
-  const logs = new LogBudget();
-  const keepLog = (chars: number): boolean => {
-    if (logs.spent) return false;
-    if (logs.take(chars)) return true;
-    trace.add({ type: 'agent_log', message: LOG_BUDGET_NOTE, stream: 'stderr' });
-    return false;
-  };
   // JSON escaping can make text up to 6× longer than its bytes (\u0000), hence the factor.
   const maxChars = 6 * Math.max(limits.maxMessageBytes, limits.maxOutputBytes) + MESSAGE_ENVELOPE_BYTES;
   const link = opts.pool.link();
   const channel = new HostChannel(
     link.host,
-    {
-      call: (msg) => calls.handle(msg),
-      busy: (msg, waitingChars) => calls.busy(msg, waitingChars),
-      ...(opts.conversation
-        ? {
-            say: (msg) => {
-              if (msg.text === undefined) return { ok: false as const, error: msg.refused ?? { code: 'invalid_input' as const, message: 'user.send takes a string' } };
-              // Once a limit fired, the agent is being stopped: the user hears nothing more.
-              if (guard.fired) return { ok: false as const, error: { code: 'aborted' as const, message: `message refused: ${guard.fired.reason}` } };
-              return opts.conversation!.say(msg.text);
-            },
-          }
-        : {}),
-      log: (msg) => {
-        const text = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}${TRUNCATED}` : msg.message;
-        if (!keepLog(text.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return false;
-        // A log can quote a stack (console.error(err)): in the agent's own files too (cut again:
-        // a source path can be longer than the compiled module's).
-        const message = prepared.mapStack(text).slice(0, LOG_MESSAGE_MAX_CHARS + TRUNCATED.length);
-        trace.add({
-          type: 'agent_log',
-          message,
-          ...(msg.data === undefined ? {} : { data: msg.data }),
-          ...(msg.stream === undefined ? {} : { stream: msg.stream }),
-        });
-        return true;
-      },
-      exiting: (reason) => {
-        exitReason ??= prepared.mapStack(reason).slice(0, EXIT_REASON_MAX_CHARS);
-      },
-      started: () => {
-        if (startedAt !== undefined) return;
-        startedAt = performance.now();
-        slot.release?.();
-        clearTimeout(startTimer);
-        guard.startClock();
-      },
-      usage: (msg) => {
-        const refused = usage.add(msg);
-        if (refused !== null && keepLog(refused.length)) trace.add({ type: 'agent_log', message: `silo: dropped ${refused}`, stream: 'stderr' });
-      },
-      dropped: (reason) => {
-        if (keepLog(reason.length)) trace.add({ type: 'agent_log', message: `silo: dropped ${reason}`, stream: 'stderr' });
-      },
-    },
+    channelHandlers({ calls, guard, usage, trace, prepared, conversation: opts.conversation, state }),
     maxChars,
     { bytes: limits.maxMessageBytes },
   );
@@ -190,7 +142,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   opts.conversation?.onError((message) => {
     const reason = `the simulated user failed: ${message}`;
     channel.abort(reason);
-    graceTimer ??= setTimeout(() => terminate.abort(reason), limits.graceMs);
+    state.graceTimer ??= setTimeout(() => terminate.abort(reason), limits.graceMs);
   });
 
   const onCancel = (): void => guard.fire({ termination: 'cancelled', limit: 'cancel', reason: 'cancelled' });
@@ -207,22 +159,10 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   slot.release = opts.pool.reusesWorkers === true ? () => {} : await startGate(opts.pool).acquire(terminate.signal).catch(() => null);
   const startMs = workerStartMs(limits.timeoutMs);
   const startTimer = setTimeout(() => {
-    if (startedAt === undefined) terminate.abort(`the agent's worker did not start within ${startMs} ms`);
+    if (state.startedAt === undefined) terminate.abort(`the agent's worker did not start within ${startMs} ms`);
   }, startMs);
   const run = slot.release === null ? Promise.resolve<WorkerExit>({ kind: 'terminated', message: 'the rollout ended before its worker started' }) : opts.pool.run(
-    {
-      agentPath: prepared.modulePath,
-      agentFile: opts.agentPath,
-      ...(prepared.script ? { agentScript: true } : {}),
-      ...(prepared.commonJs ? { agentCommonJs: true } : {}),
-      instruction: opts.instruction,
-      tools: opts.toolbox.schemas,
-      limits,
-      options: opts.agentOptions ?? {},
-      guard: opts.guard ?? [],
-      ...(opts.models ? { gateway: opts.models.task } : {}),
-      ...(opts.conversation ? { user: { maxBytes: USER_MESSAGE_MAX_BYTES } } : {}),
-    },
+    workerTask(opts, prepared),
     link,
     limits.memoryMb,
     terminate.signal,
@@ -237,6 +177,32 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
   // never answers must not hold a turn to start for ever).
   void exit.then(() => slot.release?.());
 
+  return await phaseEnded({ opts, prepared, channel, exit, terminate, guard, calls, usage, state, startTimer, startMs, onCancel });
+}
+
+/** What runAgent hands on to wait for the end of its worker. */
+interface Running {
+  opts: AgentPhaseOptions;
+  prepared: PreparedAgent;
+  channel: HostChannel;
+  exit: Promise<WorkerExit>;
+  terminate: AbortController;
+  guard: LimitGuard;
+  calls: ReturnType<typeof createCallPath>;
+  usage: UsageTally;
+  state: PhaseState;
+  startTimer: NodeJS.Timeout;
+  startMs: number;
+  onCancel: () => void;
+}
+
+/**
+ * The end of the agent's part: the completion, or the worker gone first; then its exit, the calls
+ * still in flight, and how it ended. Not in runAgent, which then stays small enough for V8 to
+ * optimize cheaply (this part runs once per rollout as each ends, and made runAgent hot).
+ */
+async function phaseEnded({ opts, prepared, channel, exit, terminate, guard, calls, usage, state, startTimer, startMs, onCancel }: Running): Promise<AgentPhase> {
+  const { limits, trace } = opts;
   // Either the completion arrives, or the worker goes away first. In the second case, wait for
   // the port to drain and close: messages sent before the exit are still delivered.
   let done = await Promise.race([channel.done, exit.then(() => undefined)]);
@@ -251,7 +217,7 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
 
   guard.stop();
   clearTimeout(startTimer);
-  clearTimeout(graceTimer);
+  clearTimeout(state.graceTimer);
   opts.signal?.removeEventListener('abort', onCancel);
   // Calls taken before the end still finish, so the world is final before it is diffed.
   await within(channel.settle(), INFLIGHT_SETTLE_MS);
@@ -264,18 +230,112 @@ export async function runAgent(opts: AgentPhaseOptions): Promise<AgentPhase> {
       toolCalls: guard.toolCalls,
       refusedCalls: guard.refusedCalls,
       toolTimeMs: calls.toolTimeMs,
-      agentMs: round(endedAt - (startedAt ?? endedAt)),
+      agentMs: round(endedAt - (state.startedAt ?? endedAt)),
       usage: usage.total,
       ...(exitInfo.isolation ? { isolation: exitInfo.isolation } : {}),
     },
     fired: guard.fired?.termination,
-    started: startedAt !== undefined,
+    started: state.startedAt !== undefined,
     startTimedOut: terminate.signal.aborted ? startMs : undefined,
-    exitReason,
+    exitReason: state.exitReason,
     limits,
     trace,
     prepared,
   });
+}
+
+/** The rollout as its worker gets it. */
+function workerTask(opts: AgentPhaseOptions, prepared: PreparedAgent): Omit<WorkerTask, 'brand' | 'port' | 'exitAfter'> {
+  return {
+    agentPath: prepared.modulePath,
+    agentFile: opts.agentPath,
+    ...(prepared.script ? { agentScript: true } : {}),
+    ...(prepared.commonJs ? { agentCommonJs: true } : {}),
+    instruction: opts.instruction,
+    tools: opts.toolbox.schemas,
+    limits: opts.limits,
+    options: opts.agentOptions ?? {},
+    guard: opts.guard ?? [],
+    ...(opts.models ? { gateway: opts.models.task } : {}),
+    ...(opts.conversation ? { user: { maxBytes: USER_MESSAGE_MAX_BYTES } } : {}),
+  };
+}
+
+/** What the channel's handlers note of the worker, for runAgent. */
+interface PhaseState {
+  /** When the worker took the rollout (performance.now()). */
+  startedAt?: number;
+  /** The agent's own account of why it ended its worker. */
+  exitReason?: string;
+  /** Called once, as the worker takes the rollout. */
+  onStart: () => void;
+  /** Runs out the grace period after a limit fired (or the user failed): then the worker is terminated. */
+  graceTimer?: NodeJS.Timeout;
+}
+
+/**
+ * What the host does with each message of the worker: tool calls, the user, logs (up to a budget
+ * per run; past it they are dropped, with one note in the trace), usage, the start and the end.
+ */
+function channelHandlers({ calls, guard, usage, trace, prepared, conversation, state }: {
+  calls: ReturnType<typeof createCallPath>;
+  guard: LimitGuard;
+  usage: UsageTally;
+  trace: Trace;
+  prepared: PreparedAgent;
+  conversation: Conversation | undefined;
+  state: PhaseState;
+}): ChannelHandlers {
+  const logs = new LogBudget();
+  const keepLog = (chars: number): boolean => {
+    if (logs.spent) return false;
+    if (logs.take(chars)) return true;
+    trace.add({ type: 'agent_log', message: LOG_BUDGET_NOTE, stream: 'stderr' });
+    return false;
+  };
+  return {
+    call: (msg) => calls.handle(msg),
+    busy: (msg, waitingChars) => calls.busy(msg, waitingChars),
+    ...(conversation
+      ? {
+          say: (msg) => {
+            if (msg.text === undefined) return { ok: false as const, error: msg.refused ?? { code: 'invalid_input' as const, message: 'user.send takes a string' } };
+            // Once a limit fired, the agent is being stopped: the user hears nothing more.
+            if (guard.fired) return { ok: false as const, error: { code: 'aborted' as const, message: `message refused: ${guard.fired.reason}` } };
+            return conversation.say(msg.text);
+          },
+        }
+      : {}),
+    log: (msg) => {
+      const text = msg.message.length > LOG_MESSAGE_MAX_CHARS ? `${msg.message.slice(0, LOG_MESSAGE_MAX_CHARS)}${TRUNCATED}` : msg.message;
+      if (!keepLog(text.length + (msg.data === undefined ? 0 : (JSON.stringify(msg.data)?.length ?? 0)))) return false;
+      // A log can quote a stack (console.error(err)): in the agent's own files too (cut again:
+      // a source path can be longer than the compiled module's).
+      const message = prepared.mapStack(text).slice(0, LOG_MESSAGE_MAX_CHARS + TRUNCATED.length);
+      trace.add({
+        type: 'agent_log',
+        message,
+        ...(msg.data === undefined ? {} : { data: msg.data }),
+        ...(msg.stream === undefined ? {} : { stream: msg.stream }),
+      });
+      return true;
+    },
+    exiting: (reason) => {
+      state.exitReason ??= prepared.mapStack(reason).slice(0, EXIT_REASON_MAX_CHARS);
+    },
+    started: () => {
+      if (state.startedAt !== undefined) return;
+      state.startedAt = performance.now();
+      state.onStart();
+    },
+    usage: (msg) => {
+      const refused = usage.add(msg);
+      if (refused !== null && keepLog(refused.length)) trace.add({ type: 'agent_log', message: `silo: dropped ${refused}`, stream: 'stderr' });
+    },
+    dropped: (reason) => {
+      if (keepLog(reason.length)) trace.add({ type: 'agent_log', message: `silo: dropped ${reason}`, stream: 'stderr' });
+    },
+  };
 }
 
 /** What the end of the agent's part is known by. */
