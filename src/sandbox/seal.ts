@@ -63,13 +63,39 @@ export class KeyStream {
         this.#at = 0;
       }
       const n = Math.min(input.length - done, this.#ahead.length - this.#at);
-      const ahead = this.#ahead;
-      const at = this.#at;
-      for (let i = 0; i < n; i++) output[offset + done + i] = input[done + i]! ^ ahead[at + i]!;
+      xor(input, done, this.#ahead, this.#at, output, offset + done, n);
       this.#at += n;
       done += n;
     }
   }
+}
+
+/** Below this many bytes, xor() goes byte by byte; above, a word (4 bytes) at a time. */
+const XOR_WORDS_FROM = 64;
+/** xor()'s two operands, copied where a word is aligned (at most what is drawn ahead). */
+const left = new Int32Array(STREAM_AHEAD_BYTES / 4);
+const right = new Int32Array(STREAM_AHEAD_BYTES / 4);
+const leftBytes = new Uint8Array(left.buffer);
+const rightBytes = new Uint8Array(right.buffer);
+
+/**
+ * `output[to..]` = `a[from..]` XOR `b[at..]`, `n` bytes (n ≤ STREAM_AHEAD_BYTES). A frame's
+ * bytes and the key stream start anywhere in their buffers: both are copied (natively) into
+ * aligned scratch and combined a word at a time, a quarter of the steps of a byte loop. This
+ * matters before V8 optimizes the loop: the first few hundred frames of a process (an eval's
+ * start frames, 1 KB each) went through it byte by byte, interpreted.
+ */
+function xor(a: Buffer, from: number, b: Buffer, at: number, output: Buffer, to: number, n: number): void {
+  if (n < XOR_WORDS_FROM) {
+    for (let i = 0; i < n; i++) output[to + i] = a[from + i]! ^ b[at + i]!;
+    return;
+  }
+  leftBytes.set(a.subarray(from, from + n));
+  rightBytes.set(b.subarray(at, at + n));
+  const words = n >>> 2;
+  for (let i = 0; i < words; i++) left[i]! ^= right[i]!;
+  for (let i = words * 4; i < n; i++) leftBytes[i]! ^= rightBytes[i]!;
+  output.set(leftBytes.subarray(0, n), to);
 }
 
 /** HMAC-SHA256 of a frame's number and its bytes. */
