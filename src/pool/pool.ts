@@ -66,6 +66,12 @@ export interface AgentPoolOptions {
    * only.
    */
   reuse?: boolean;
+  /**
+   * The tasks given to run() hold typed arrays with their own bytes only, already (the sandbox's
+   * link reads its messages so: deserializeOwn in src/sandbox/link.ts): they are posted as they
+   * are, not copied first (see ownTask).
+   */
+  ownedTasks?: boolean;
 }
 
 /** Where rollouts' agent workers run: threads of this process, or a sandbox process. */
@@ -136,6 +142,7 @@ export class AgentPool implements AgentRunner {
       maxThreads,
       minThreads: Math.min(options.minThreads ?? DEFAULT_WARM_WORKERS, maxThreads),
       reuse,
+      ownedTasks: options.ownedTasks === true,
     };
   }
 
@@ -159,7 +166,7 @@ export class AgentPool implements AgentRunner {
   ): Promise<WorkerExit> {
     if (!(link instanceof PortLink)) throw new Error('a thread pool runs rollouts on links it made (AgentPool.link())');
     const port = link.workerPort;
-    const message: WorkerTask = { ...ownTask(task), brand: BRAND, port, exitAfter: !this.#options.reuse };
+    const message: WorkerTask = { ...(this.#options.ownedTasks ? task : ownTask(task)), brand: BRAND, port, exitAfter: !this.#options.reuse };
     const workers = this.#options.reuse ? this.#pool(memoryMb, env, readable) : this.#fresh(memoryMb, env, readable);
     return { ...(await workers.run(message, port, terminate)), isolation: 'thread' };
   }

@@ -73,7 +73,8 @@ const EXIT_MESSAGE_CHARS = 4_096;
 const RELAY_BUDGET_CHARS = 256 * 2 ** 20;
 
 const options = JSON.parse(process.argv[2] ?? '{}') as SandboxPoolOptions;
-const pool = new AgentPool(options);
+// A run's task is read from its frame with views of their own bytes (link.ts): not copied again.
+const pool = new AgentPool({ ...options, ownedTasks: true });
 const runs = new Map<number, { link: PortLink; terminate: AbortController }>();
 
 function receive(frame: Incoming): void {

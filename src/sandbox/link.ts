@@ -21,7 +21,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { DefaultDeserializer, deserialize, serialize } from 'node:v8';
+import { DefaultDeserializer, serialize } from 'node:v8';
 import { exactView } from '../pool/views.js';
 import { directionKeys, type FrameMac, type KeyStream } from './seal.js';
 
@@ -244,9 +244,10 @@ export class FrameReader {
     }
     // A buffer of its own, never a slice of Node's shared pool: V8's deserializer hands back
     // typed arrays as views of it, and a view posted to a worker takes its whole backing memory
-    // along (the pool would hold other frames' plaintext and the tag keys' pads). A message to a
-    // worker is read with deserializeOwn, whose views hold their own bytes only (the task a run
-    // message carries is copied so by the thread pool that posts it).
+    // along (the pool would hold other frames' plaintext and the tag keys' pads). What is read
+    // with V8's deserializer (a message to a worker, the sandbox's own messages: a run's task
+    // among them) is read with deserializeOwn, whose views hold their own bytes only, so that
+    // the sandbox posts a run's task to its worker without copying it first.
     const plain = Buffer.allocUnsafeSlow(end - HEADER_BYTES);
     this.#stream.apply(frame.subarray(HEADER_BYTES, end), plain, 0);
     let incoming: Incoming;
@@ -255,7 +256,7 @@ export class FrameReader {
       if (kind === Kind.Text) incoming = { kind: 'text', id: plain.readUInt32BE(1), text: plain.toString('utf8', 5) };
       else if (kind === Kind.ToWorkerJson) incoming = { kind: 'to', id: plain.readUInt32BE(1), message: JSON.parse(plain.toString('utf8', 5)) as unknown };
       else if (kind === Kind.ToWorker) incoming = { kind: 'to', id: plain.readUInt32BE(1), message: deserializeOwn(plain.subarray(5)) };
-      else if (kind === Kind.Message) incoming = { kind: 'message', message: deserialize(plain.subarray(1)) };
+      else if (kind === Kind.Message) incoming = { kind: 'message', message: deserializeOwn(plain.subarray(1)) };
       else return this.#break(`a frame of unknown kind ${String(kind)}`);
     } catch (err) {
       return this.#break(`a frame that cannot be read (${err instanceof Error ? err.message : 'unknown error'})`);
