@@ -85,32 +85,72 @@ export function localRunner(context: RunnerContext, pool: AgentRunner, slots: nu
       () => {},
     );
   }
+  const cancels = new Cancels(signal);
   return {
     slots,
     async run({ loaded, trial }) {
-      const result = await runRollout({
-        task: loaded.task,
-        taskFile: loaded.file,
-        agent: record.agent,
-        limits: record.limits,
-        ...(env ? { env } : {}),
-        ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
-        ...(record.strict ? { strict: true } : {}),
-        ...(record.providers ? { providers: record.providers } : {}),
-        ...(record.user === undefined ? {} : { user: record.user }),
-        ...(record.solo ? { solo: true } : {}),
-        ...(gateway ? { gateway } : {}),
-        outDir,
-        pool,
-        preparedAgents,
-        evalId,
-        trial,
-        ...(signal ? { signal } : {}),
-      });
-      return [result];
+      const cancel = cancels.open();
+      try {
+        return [await runOne(loaded, trial, cancel?.signal)];
+      } finally {
+        cancels.close(cancel);
+      }
     },
     // Slots stop taking pairs and the signal aborts running rollouts: nothing is queued here.
     withdraw: () => Promise.resolve(),
     close: () => pool.destroy(),
   };
+
+  function runOne(loaded: LoadedTask, trial: number, signal: AbortSignal | undefined): Promise<RunResult> {
+    return runRollout({
+      task: loaded.task,
+      taskFile: loaded.file,
+      agent: record.agent,
+      limits: record.limits,
+      ...(env ? { env } : {}),
+      ...(record.agentOptions ? { agentOptions: record.agentOptions } : {}),
+      ...(record.strict ? { strict: true } : {}),
+      ...(record.providers ? { providers: record.providers } : {}),
+      ...(record.user === undefined ? {} : { user: record.user }),
+      ...(record.solo ? { solo: true } : {}),
+      ...(gateway ? { gateway } : {}),
+      outDir,
+      pool,
+      preparedAgents,
+      evalId,
+      trial,
+      ...(signal ? { signal } : {}),
+    });
+  }
+}
+
+/**
+ * The eval's cancel, handed to each running rollout as a signal of its own, with one listener on
+ * the eval's signal for them all. An AbortSignal keeps its listeners in a list that each
+ * addEventListener and removeEventListener walks: 256 rollouts listening to the eval's signal
+ * themselves cost time quadratic in their number, at every start and every end.
+ */
+class Cancels {
+  readonly #signal: AbortSignal | undefined;
+  readonly #open = new Set<AbortController>();
+
+  constructor(signal: AbortSignal | undefined) {
+    this.#signal = signal;
+    signal?.addEventListener('abort', () => {
+      for (const cancel of this.#open) cancel.abort(signal.reason);
+    }, { once: true });
+  }
+
+  /** A rollout's cancel (aborted already if the eval's is); none without an eval signal. */
+  open(): AbortController | undefined {
+    if (!this.#signal) return undefined;
+    const cancel = new AbortController();
+    if (this.#signal.aborted) cancel.abort(this.#signal.reason);
+    else this.#open.add(cancel);
+    return cancel;
+  }
+
+  close(cancel: AbortController | undefined): void {
+    if (cancel) this.#open.delete(cancel);
+  }
 }

@@ -3,6 +3,7 @@
  * pair run once and recorded, cancel, resume, retries of infrastructure failures, and what
  * reused workers do and do not share between rollouts.
  */
+import { getEventListeners } from 'node:events';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -264,6 +265,9 @@ describe('cancel and resume', () => {
       signal: controller.signal,
     });
     await waitFor(() => runFolders(out).length === 4, 'four running rollouts');
+    // The running rollouts hear of it through one listener on the eval's signal, not one each
+    // (a signal's listeners are a list each add and remove walks: quadratic in the rollouts).
+    expect(getEventListeners(controller.signal, 'abort').length).toBeLessThanOrEqual(2);
     controller.abort();
     const summary = await evaluation;
 
