@@ -88,6 +88,17 @@ describe('the module graph of a command', () => {
     expect(g.silo.filter((m) => m.startsWith('src/cli/') && !['src/cli/bin', 'src/cli/main', 'src/cli/run', 'src/cli/run-early', 'src/cli/run-line', 'src/cli/options', 'src/cli/signals'].includes(m))).toEqual([]);
   });
 
+  it("silo run of a task file that imports 'silo' (for its define helpers) loads none of the API's other parts", async () => {
+    // The package's entry loads what runs evals, regrades, merges, reports, queues and MCP
+    // serving when one of them is called, not when a task file imports it.
+    const g = await graph(['run', 'fixtures/graph/imports-silo.tasks.mjs', '--agent', 'fixtures/agents/bench-caller.mjs', '--out', out.dir]);
+    expect(g.stderr).not.toMatch(/internal error/);
+    expect(g.code).toBe(0);
+    expect(g.silo).toContain('src/index');
+    expect(g.packages.filter((p) => [...HEAVY, 'piscina'].includes(p))).toEqual([]);
+    expect(within(g.silo, [...OTHERS, 'src/inspect/report', 'src/eval/run-eval', 'src/eval/regrade', 'src/eval/merge', 'src/check/'])).toEqual([]);
+  });
+
   it('silo run --help starts no sandbox: it loads nothing of the rollout, the sandbox or the agent compiler', async () => {
     const g = await graph(['run', 'fixtures/bench/tasks.mjs', '--agent', 'fixtures/agents/bench-caller.mjs', '--help']);
     expect(g.code).toBe(0);
