@@ -7,6 +7,9 @@
 //            runs preloaded with cold-marks.mjs, and the rollout's own phases from its run.json)
 //   heavy    the same whole `silo run` with a TypeScript agent that imports a large SDK (the MCP
 //            SDK's client: fixtures/agents/heavy-sdk.ts), against the bare path importing the SDK
+//   typescriptTaskFile  `silo run` of a task file written in TypeScript that imports 'silo'
+//            (fixtures/bench/imports-silo.tasks.ts, loaded through tsx) against the same task file
+//            in JavaScript (fixtures/graph/imports-silo.tasks.mjs): what the loader costs
 // `node scripts/lib/bench-cold.mjs` runs it alone (`--json` for machines).
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -54,7 +57,8 @@ const bareRunScript = (agent, expect = 'function') => `
 export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs', taskId = 'bench/calls-0', agent = 'fixtures/agents/bench-caller.mjs', out: under } = {}) {
   const out = mkdtempSync(join(under ?? tmpdir(), 'silo-bench-cold-'));
   const runArgs = ['run', task, '-t', taskId, '--agent', agent, '--out', out, '--json'];
-  const samples = { node: [], version: [], bare: [], run: [], versionRatio: [], runRatio: [] };
+  const samples = { node: [], version: [], bare: [], run: [], versionRatio: [], runRatio: [], js: [], ts: [], tsRatio: [] };
+  const fileArgs = (file) => ['run', file, '--agent', 'fixtures/agents/bench-caller.mjs', '--out', out];
   const parts = [];
   try {
     // One of each first, not counted: the file system's and the loader's caches warm.
@@ -62,6 +66,8 @@ export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs',
     await timed(process.execPath, [BIN, '--version']);
     await timed(process.execPath, ['-e', bareRunScript(join(root, agent))]);
     await timed(process.execPath, [BIN, ...runArgs]);
+    await timed(process.execPath, [BIN, ...fileArgs('fixtures/graph/imports-silo.tasks.mjs')]);
+    await timed(process.execPath, [BIN, ...fileArgs('fixtures/bench/imports-silo.tasks.ts')]);
     for (let i = 0; i < rounds; i++) {
       const node = (await timed(process.execPath, ['-e', '0'])).ms;
       const version = (await timed(process.execPath, [BIN, '--version'])).ms;
@@ -75,6 +81,12 @@ export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs',
       samples.run.push(run.ms);
       samples.versionRatio.push(version / node);
       samples.runRatio.push(run.ms / bare.ms);
+      const js = await timed(process.execPath, [BIN, ...fileArgs('fixtures/graph/imports-silo.tasks.mjs')]);
+      const ts = await timed(process.execPath, [BIN, ...fileArgs('fixtures/bench/imports-silo.tasks.ts')]);
+      if (js.code !== 0 || ts.code !== 0) throw new Error(`a run of the task file in JavaScript or TypeScript failed: ${js.stderr}${ts.stderr}`);
+      samples.js.push(js.ms);
+      samples.ts.push(ts.ms);
+      samples.tsRatio.push(ts.ms / js.ms);
       // The same run again with its marks recorded (the preload costs a little: not timed above).
       const file = join(out, `marks-${i}.json`);
       const marked = await timed(process.execPath, ['--import', MARKS, BIN, ...runArgs], { SILO_BENCH_MARKS: file });
@@ -111,7 +123,15 @@ export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs',
   return {
     heavy,
     cli: { nodeMs: round(median(samples.node)), versionMs: round(median(samples.version)), ratio: round(median(samples.versionRatio), 2), target: 2 },
-    coldRun: { bareMs: round(median(samples.bare)), runMs: round(median(samples.run)), ratio: round(median(samples.runRatio), 2), target: 1.5, breakdown },
+    coldRun: {
+      bareMs: round(median(samples.bare)),
+      runMs: round(median(samples.run)),
+      ratio: round(median(samples.runRatio), 2),
+      target: 1.5,
+      breakdown,
+      // No target yet: tsx's loader thread is most of the difference (README, "What Silo costs").
+      typescriptTaskFile: { javascriptMs: round(median(samples.js)), typescriptMs: round(median(samples.ts)), ratio: round(median(samples.tsRatio), 2) },
+    },
   };
 }
 
@@ -150,6 +170,9 @@ export function describeCold(r) {
     `cold run      bare (a child process whose worker imports the agent) ${r.coldRun.bareMs} ms · silo run ${r.coldRun.runMs} ms · ratio ${r.coldRun.ratio} (target ≤ ${r.coldRun.target})`,
     `              node ${b.nodeBootMs} · CLI ${b.cliMs} · imports ${b.importMs} · task file ${b.tasksMs} · rollout ${b.rolloutMs} (world ${b.worldMs} · worker start ${b.workerStartMs} · agent ${b.agentMs} · grading and artifacts ${b.gradingAndArtifactsMs} · other ${b.rolloutOtherMs}) · pool closed ${b.closeMs} · to exit ${b.exitMs} + ${b.afterExitMs} ms`,
     `              sandbox started at ${b.sandboxStartAtMs} ms, ready at ${b.sandboxReadyAtMs} ms (${b.sandboxMs} ms)`,
+    ...(r.coldRun.typescriptTaskFile
+      ? [`              a task file that imports 'silo': in JavaScript ${r.coldRun.typescriptTaskFile.javascriptMs} ms · in TypeScript (tsx) ${r.coldRun.typescriptTaskFile.typescriptMs} ms · ratio ${r.coldRun.typescriptTaskFile.ratio}`]
+      : []),
     `heavy agent   bare (a child process whose worker imports the MCP SDK's client) ${r.heavy.bareMs} ms · silo run of a TypeScript agent importing it ${r.heavy.runMs} ms · ratio ${r.heavy.ratio} (target ≤ ${r.heavy.target})`,
   ].join('\n');
 }
