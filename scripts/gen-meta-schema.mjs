@@ -34,6 +34,8 @@ function metaSchemaModule() {
     "import equalModule from 'ajv/dist/runtime/equal.js';",
     "const equal = typeof equalModule === 'function' ? equalModule : equalModule.default;",
     code.replace(/^"use strict";/, '').replaceAll(EQUAL, 'equal'),
+    '// The ajv that made this file (and the code of tool validators: validators.ts keys its cache with it).',
+    `export const AJV_VERSION = ${JSON.stringify(version)};`,
     '',
   ].join('\n');
 }

@@ -10,7 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { describeModuleError, SiloError, type SiloErrorCode } from './errors.js';
 import { esModuleExports, isTypeScript } from './typescript.js';
 import { PACKAGE_ROOT } from './paths.js';
-import { compileTool } from './rollout/validate.js';
+import { compileTool, prepareValidators } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
 
 /** A task and the file it came from. */
@@ -127,7 +127,16 @@ async function loadTaskFile(file: string): Promise<Task[]> {
   }
   const tasks = Array.isArray(exported) ? (exported as unknown[]) : [exported];
   if (tasks.length === 0) throw new SiloError('SILO_TASK_INVALID', `${file} exports an empty list of tasks`);
+  // The validators of the tools: those kept by an earlier command, or ajv loaded to compile them.
+  const validators = prepareValidators(tasks.flatMap((t) => toolsOf(t)));
+  if (validators) await validators.catch(() => undefined); // (checkTask says what went wrong)
   return tasks.map((t, i) => checkTask(t, `${file}${Array.isArray(exported) ? ` [${i}]` : ''}`));
+}
+
+/** The tools of what a task file exported as a task, if it has any. */
+function toolsOf(task: unknown): unknown[] {
+  const tools = (task as Partial<Task> | null)?.environment?.tools;
+  return Array.isArray(tools) ? tools : [];
 }
 
 function checkTask(value: unknown, where: string): Task {

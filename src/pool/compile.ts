@@ -17,8 +17,7 @@
  * the compiler's source map (source-map.ts).
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, realpathSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { isBuiltin, type SourceMapPayload } from 'node:module';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -27,6 +26,7 @@ import { SiloError } from '../errors.js';
 import { PACKAGE_ROOT, SILO_VERSION } from '../paths.js';
 import { isTypeScript } from '../typescript.js';
 import { allowsRead, readableFor } from './permissions.js';
+import { privateFolder } from './private-folder.js';
 import { StackMapper, type Shift } from './source-map.js';
 
 /** A compiled agent: the module to load, and the package folders it imports from. */
@@ -221,7 +221,7 @@ interface Manifest {
 /** Where the manifest of the agent at `path` is (one per agent file, Silo and Node version). */
 function manifestFile(path: string): string {
   const id = createHash('sha256').update(`${path}\u0000${SILO_VERSION}\u0000${PACKAGE_ROOT}\u0000${process.version}`).digest('hex').slice(0, 24);
-  return join(compiledFolder(), `${id}.prepared.json`);
+  return join(privateFolder(), `${id}.prepared.json`);
 }
 
 /** The size and modification time of `file`, or null when it is gone. */
@@ -300,7 +300,7 @@ interface Built {
 
 async function buildOnce(path: string, key: string, unbundlable: ReadonlySet<string>, format: 'esm' | 'cjs'): Promise<Built | null> {
   const esbuild = await import('esbuild');
-  const dir = compiledFolder();
+  const dir = privateFolder();
   const packages = new Set<string>();
   const unsafe = new Set<string>();
   const shifts = new Map<string, Shift>();
@@ -510,75 +510,6 @@ function writeCodeCache(file: string, code: string): void {
 /** Where the code cache of a compiled script is. */
 export function codeCacheFile(file: string): string {
   return `${file}.cache`;
-}
-
-/** The private folder compiled agents are written to (made if missing). */
-function compiledFolder(): string {
-  const dir = join(tmpdir(), `silo-agents-${process.getuid?.() ?? 'user'}`);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  // Another user of this machine must not have made (or be able to write) the folder agents load from.
-  const folder = lstatSync(dir);
-  if (!folder.isDirectory() || (process.getuid && folder.uid !== process.getuid()) || (folder.mode & 0o022) !== 0) {
-    throw new SiloError('SILO_AGENT_LOAD_FAILED', `${dir} (where compiled agents are kept) is not a private folder of this user; remove it or set TMPDIR elsewhere`);
-  }
-  if (!pruned) {
-    pruned = true;
-    pruneDaily(dir, Date.now());
-  }
-  return dir;
-}
-
-/** Whether this process has looked at clearing out old compiled agents yet (once is enough). */
-let pruned = false;
-
-/** How often the compile folder is cleared out (a stamp file in it says when it last was). */
-const PRUNE_EVERY_MS = 24 * 3600 * 1000;
-
-/**
- * Clears out the folder once a day, not on every command: looking at each of its files (thousands
- * after a while) took longer than the rest of preparing a compiled agent for its rollout.
- */
-function pruneDaily(dir: string, now: number): void {
-  const stamp = join(dir, '.pruned');
-  try {
-    if (now - statSync(stamp).mtimeMs < PRUNE_EVERY_MS) return;
-  } catch {
-    // never pruned (or the stamp is gone): now
-  }
-  pruneCompiledAgents(dir, now);
-  try {
-    writeFileSync(stamp, '');
-    const at = new Date(now);
-    utimesSync(stamp, at, at);
-  } catch {
-    // pruned again next time
-  }
-}
-
-/** Compiled agents not written for this long are removed (every edit of an agent leaves one). */
-export const COMPILED_AGENT_MAX_AGE_MS = 30 * 24 * 3600 * 1000;
-
-/**
- * Removes compiled agents (and half-written ones) last written more than COMPILED_AGENT_MAX_AGE_MS
- * before `now`. A compile rewrites its file even when it exists, so an agent in use stays young.
- * Best effort: what cannot be looked at or removed is left.
- */
-export function pruneCompiledAgents(dir: string, now: number): void {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    if (!/\.(mjs|cjs|cjs\.cache|mjs\.map|cjs\.map|prepared\.json)(\.\d+\.tmp)?$/.test(name)) continue;
-    try {
-      const file = join(dir, name);
-      if (now - lstatSync(file).mtimeMs > COMPILED_AGENT_MAX_AGE_MS) unlinkSync(file);
-    } catch {
-      // gone already, or not ours to remove
-    }
-  }
 }
 
 /** The folder of the package a resolved file belongs to (the folder under node_modules). */

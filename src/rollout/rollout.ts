@@ -22,6 +22,7 @@ import type { Change } from './diff.js';
 import { grade, type Grade } from './grade.js';
 import { buildWorld, EnvironmentError, type World } from './state.js';
 import { bindTools, type Toolbox } from './tools.js';
+import { prepareValidators } from './validate.js';
 import { Trace, round } from './trace.js';
 import { diagnose } from '../inspect/diagnose.js';
 import { outDirAccess } from '../out-dir.js';
@@ -264,6 +265,10 @@ async function playRun(run: StartedRun): Promise<PlayedRun> {
   // Where the time went (run.json `phases`): marks taken as each step ends.
   const played: PlayedRun = { changes: [], worldStart: performance.now() };
   try {
+    // (The tools' validators: loaded from what an earlier command kept, or ajv loaded to compile
+    // them, for a task that did not come from a task file.)
+    const validators = prepareValidators(task.environment.tools);
+    if (validators) await validators.catch(() => undefined); // (compileTool says what went wrong)
     // 1–2. A fresh world and its snapshot.
     const world = await buildWorld(task.environment, run.seed);
     played.world = world;

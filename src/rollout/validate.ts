@@ -3,20 +3,12 @@
  * that does not say whether extra properties are allowed is closed at its top level, so a
  * hallucinated parameter is refused before `run`, with a message an agent can act on.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { SiloError } from '../errors.js';
 import type { JsonSchema, Tool } from '../types.js';
 import validateMetaSchema from './meta-schema.js';
 import { suggest } from './similar.js';
-
-// ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-
-// Schemas are checked against the meta-schema by its saved validator (meta-schema.ts) rather than
-// by ajv, which would compile the meta-schema first (~30 ms of every cold command).
-const ajv = new Ajv({ allErrors: true, strict: false, validateSchema: false });
-addFormats(ajv);
+import { compilerNeeded, validatorOf, validatorReady } from './validators.js';
 
 /** The saved validator of the draft-07 meta-schema: true, or false with its errors. */
 const checkSchema = validateMetaSchema as unknown as ((schema: unknown) => boolean) & { errors?: ErrorObject[] | null };
@@ -74,7 +66,7 @@ export function compileTool(tool: Tool, environmentName: string): Compiled {
     throw new SiloError('SILO_SCHEMA_INVALID', `tool ${tool.name} of environment ${environmentName} has an invalid inputSchema: ${invalid}`);
   }
   try {
-    entry = { validate: ajv.compile(schema), schema };
+    entry = { validate: validatorOf(schema, JSON.stringify(schema)), schema };
   } catch (err) {
     throw new SiloError(
       'SILO_SCHEMA_INVALID',
@@ -83,6 +75,25 @@ export function compileTool(tool: Tool, environmentName: string): Compiled {
   }
   compiled.set(tool, entry);
   return entry;
+}
+
+/**
+ * Makes ready, before their first use, the validators of these tools (anything: a task file's
+ * exports, unchecked): those kept by an earlier command are loaded, and ajv is loaded by
+ * `import()` when one is not (compileTool then compiles it without loading ajv synchronously).
+ * Undefined when there is nothing to wait for.
+ */
+export function prepareValidators(tools: readonly unknown[]): Promise<void> | undefined {
+  let needed = false;
+  for (const tool of tools) {
+    if (typeof tool !== 'object' || tool === null || compiled.has(tool as Tool)) continue;
+    const raw = (tool as Partial<Tool>).inputSchema;
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) continue;
+    const schema = effectiveSchema(raw);
+    // (a schema the meta-schema refuses is never compiled: compileTool says what is wrong)
+    if (checkSchema(schema) && !validatorReady(JSON.stringify(schema))) needed = true;
+  }
+  return needed ? compilerNeeded() : undefined;
 }
 
 /**

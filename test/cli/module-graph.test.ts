@@ -7,7 +7,7 @@
  * stands for the modules esbuild put in it, as the bundle's metafile (meta.json) lists them.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -34,7 +34,7 @@ function modulesOf(loaded: string): string[] {
 }
 
 /** The modules `silo <args>` loaded: Silo's own as `src/...`, packages as their names. */
-async function graph(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; silo: string[]; packages: string[]; stderr: string }> {
+async function graph(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; silo: string[]; packages: string[]; modules: string[]; stderr: string }> {
   const file = join(out.dir, `modules-${count++}.txt`);
   const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
     execFile(
@@ -47,7 +47,7 @@ async function graph(args: string[], env: Record<string, string> = {}): Promise<
   const loaded = [...new Set(readFileSync(file, 'utf8').split('\n').filter(Boolean).flatMap(modulesOf))];
   const silo = loaded.flatMap((m) => /\/dist\/(src\/.*)\.js$/.exec(m)?.[1] ?? []);
   const packages = [...new Set(loaded.flatMap((m) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m)?.[1] ?? []))].sort();
-  return { code, silo, packages, stderr };
+  return { code, silo, packages, modules: loaded, stderr };
 }
 
 /** Parts of Silo only some commands use (a prefix of a module path under src/). */
@@ -97,6 +97,22 @@ describe('the module graph of a command', () => {
     expect(g.silo).toContain('src/index');
     expect(g.packages.filter((p) => [...HEAVY, 'piscina'].includes(p))).toEqual([]);
     expect(within(g.silo, [...OTHERS, 'src/inspect/report', 'src/eval/run-eval', 'src/eval/regrade', 'src/eval/merge', 'src/check/'])).toEqual([]);
+  });
+
+  it("silo run loads ajv only for a tool schema no command has met: then the validator's code is kept", async () => {
+    // (a private folder of its own, where nothing is kept yet)
+    const tmp = join(out.dir, 'tmp');
+    mkdirSync(tmp, { recursive: true });
+    const args = ['run', 'fixtures/bench/tasks.mjs', '-t', 'bench/calls-0', '--agent', 'fixtures/agents/bench-caller.mjs', '--out', out.dir];
+    const ajvCompiler = (g: { modules: string[] }) => g.modules.filter((m) => /\/node_modules\/ajv\/dist\/(ajv|core|compile\/)/.test(m));
+    const first = await graph(args, { TMPDIR: tmp });
+    expect(first.code).toBe(0);
+    expect(ajvCompiler(first)).not.toEqual([]);
+    expect(readdirSync(join(tmp, `silo-agents-${process.getuid?.() ?? 'user'}`)).filter((name) => name.startsWith('validator-'))).not.toEqual([]);
+    const second = await graph(args, { TMPDIR: tmp });
+    expect(second.stderr).not.toMatch(/internal error/);
+    expect(second.code).toBe(0);
+    expect(ajvCompiler(second)).toEqual([]);
   });
 
   it('silo run --help starts no sandbox: it loads nothing of the rollout, the sandbox or the agent compiler', async () => {

@@ -2,7 +2,7 @@
 import { mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { pruneCompiledAgents } from '../../src/pool/compile.js';
+import { pruneCompiledAgents } from '../../src/pool/private-folder.js';
 import { tempDir } from '../helpers.js';
 
 const home = tempDir('silo-compiled-');

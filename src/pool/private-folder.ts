@@ -1,0 +1,80 @@
+/**
+ * The private folder where Silo keeps what it compiles, once per version, for later commands:
+ * compiled agents (compile.ts) and the code of tool validators (rollout/validators.ts). It is
+ * this user's alone, since what is in it gets run: a folder another user made, or can write to,
+ * is refused. Files not written for a month are cleared out, once a day.
+ */
+import { lstatSync, mkdirSync, readdirSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SiloError } from '../errors.js';
+
+/** The private folder (made if missing). */
+export function privateFolder(): string {
+  const dir = join(tmpdir(), `silo-agents-${process.getuid?.() ?? 'user'}`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // Another user of this machine must not have made (or be able to write) the folder agents load from.
+  const folder = lstatSync(dir);
+  if (!folder.isDirectory() || (process.getuid && folder.uid !== process.getuid()) || (folder.mode & 0o022) !== 0) {
+    throw new SiloError('SILO_AGENT_LOAD_FAILED', `${dir} (where compiled agents are kept) is not a private folder of this user; remove it or set TMPDIR elsewhere`);
+  }
+  if (!pruned) {
+    pruned = true;
+    pruneDaily(dir, Date.now());
+  }
+  return dir;
+}
+
+/** Whether this process has looked at clearing out old compiled agents yet (once is enough). */
+let pruned = false;
+
+/** How often the compile folder is cleared out (a stamp file in it says when it last was). */
+const PRUNE_EVERY_MS = 24 * 3600 * 1000;
+
+/**
+ * Clears out the folder once a day, not on every command: looking at each of its files (thousands
+ * after a while) took longer than the rest of preparing a compiled agent for its rollout.
+ */
+function pruneDaily(dir: string, now: number): void {
+  const stamp = join(dir, '.pruned');
+  try {
+    if (now - statSync(stamp).mtimeMs < PRUNE_EVERY_MS) return;
+  } catch {
+    // never pruned (or the stamp is gone): now
+  }
+  pruneCompiledAgents(dir, now);
+  try {
+    writeFileSync(stamp, '');
+    const at = new Date(now);
+    utimesSync(stamp, at, at);
+  } catch {
+    // pruned again next time
+  }
+}
+
+/** Compiled agents not written for this long are removed (every edit of an agent leaves one). */
+export const COMPILED_AGENT_MAX_AGE_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * Removes compiled agents (and half-written ones) last written more than COMPILED_AGENT_MAX_AGE_MS
+ * before `now`. A compile rewrites its file even when it exists, so an agent in use stays young.
+ * Best effort: what cannot be looked at or removed is left.
+ */
+export function pruneCompiledAgents(dir: string, now: number): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!/\.(mjs|cjs|cjs\.cache|mjs\.map|cjs\.map|prepared\.json)(\.\d+\.tmp)?$/.test(name)) continue;
+    try {
+      const file = join(dir, name);
+      if (now - lstatSync(file).mtimeMs > COMPILED_AGENT_MAX_AGE_MS) unlinkSync(file);
+    } catch {
+      // gone already, or not ours to remove
+    }
+  }
+}
+
