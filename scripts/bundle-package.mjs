@@ -85,3 +85,9 @@ if (undeclared.size > 0) {
 
 // Paths in the metafile are relative to the repository; kept so (the tests map chunks to dist/src).
 writeFileSync(`${outdir}/meta.json`, JSON.stringify(result.metafile));
+
+// The chunks' own package.json: Node looks up the nearest package.json of every .js module it loads
+// (to learn whether it is an ES module), from the module's folder up. With one in chunks/, that
+// search ends at once for each of the ~75 files a command loads; measured on a cold `silo run`,
+// 3–6% less wall (farm-bench, 40 pairs each way).
+writeFileSync(`${outdir}/chunks/package.json`, `${JSON.stringify({ type: 'module' })}\n`);
