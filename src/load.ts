@@ -8,7 +8,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeModuleError, SiloError, type SiloErrorCode } from './errors.js';
-import { esModuleExports, isTypeScript } from './typescript.js';
+import { compiledTaskFiles, esModuleExports, isTypeScript } from './typescript.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { compileTool, prepareValidators } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
@@ -20,7 +20,8 @@ export interface LoadedTask {
 }
 
 /**
- * Imports a user module; TypeScript goes through tsx. The module reads the same whatever the
+ * Imports a user module; TypeScript is compiled (task-compile.ts), or goes through tsx where the
+ * compiled module could not stand for it. The module reads the same whatever the
  * project's module type: in a `"type": "commonjs"` project a `.ts` file's `export default` is
  * compiled to `exports.default`, and importing it hands back `module.exports` as the default, one
  * level too deep; such a module (marked `__esModule`) is unwrapped to the exports it declared.
@@ -28,7 +29,15 @@ export interface LoadedTask {
 export async function importUserModule(file: string): Promise<Record<string, unknown>> {
   const url = pathToFileURL(file).href;
   let mod: Record<string, unknown>;
-  if (isTypeScript(file)) {
+  // (a private folder that is not private, say: tsx loads it, as before)
+  const compiled = isTypeScript(file) ? await import('./task-compile.js').then(({ compileTaskFile }) => compileTaskFile(file)).catch(() => null) : null;
+  if (compiled !== null) {
+    compiledTaskFiles.set(file, compiled);
+    // Stack traces name the TypeScript (the module's source map is inline), as under tsx.
+    process.setSourceMapsEnabled(true);
+    // A fresh instance each time, as tsx's namespaces gave.
+    mod = (await import(`${pathToFileURL(compiled).href}?load=${++loads}`)) as Record<string, unknown>;
+  } else if (isTypeScript(file)) {
     // What tsx's tsImport does (a namespace of its own per file, so a file loads afresh each
     // time; CommonJS's require hooked too, for a .ts file of a "type": "commonjs" project), with
     // Silo's own files kept out of the namespace (SHARED_SILO_HOOKS).
@@ -50,6 +59,9 @@ export async function importUserModule(file: string): Promise<Record<string, unk
   return esModuleExports(mod);
 }
 
+
+/** TypeScript task files loaded compiled so far (each load is a module of its own). */
+let loads = 0;
 
 /** Silo's own built files: what a task file imports of them is the command's own copy. */
 const OWN_FILES = join(PACKAGE_ROOT, 'dist') + sep;

@@ -513,7 +513,7 @@ export function codeCacheFile(file: string): string {
 }
 
 /** The folder of the package a resolved file belongs to (the folder under node_modules). */
-function packageFolder(file: string): string {
+export function packageFolder(file: string): string {
   const marker = `${join('node_modules')}/`;
   const at = file.lastIndexOf(marker);
   if (at < 0) return dirname(file);

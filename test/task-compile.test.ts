@@ -1,0 +1,254 @@
+/**
+ * TypeScript task files are compiled once per version into one module (src/task-compile.ts) and
+ * imported, rather than loaded through tsx: each of these runs Node itself on the built files, in
+ * a project of its own (vitest would load the modules into a module graph of its own), with a
+ * private folder of its own (TMPDIR) where nothing is compiled yet.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ResultRecord } from '../src/types.js';
+import { BIN, PLAIN_ENV } from './cli/silo.js';
+import { tempDir } from './helpers.js';
+
+const root = tempDir('silo-task-compile-');
+afterAll(() => root.remove());
+let projects = 0;
+
+/** A project with `files` (path → text), Silo installed (linked), and a private folder of its own. */
+function project(type: 'module' | 'commonjs', files: Record<string, string>): { dir: string; tmp: string } {
+  const dir = join(root.dir, `p${projects++}`);
+  const tmp = join(dir, '.tmp');
+  mkdirSync(join(dir, 'node_modules'), { recursive: true });
+  mkdirSync(tmp);
+  symlinkSync(resolve('.'), join(dir, 'node_modules', 'silo'));
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ type })}\n`);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return { dir, tmp };
+}
+
+/** Loads the task file with Silo's loadTasks in a new Node process, and returns `expr` (of `tasks`). */
+function load(p: { dir: string; tmp: string }, file: string, expr: string): unknown {
+  const script = `
+    const { loadTasks } = await import(${JSON.stringify(pathToFileURL(resolve('dist/src/load.js')).href)});
+    const tasks = (await loadTasks([${JSON.stringify(join(p.dir, file))}])).map((l) => l.task);
+    console.log(JSON.stringify(${expr}));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: p.dir, encoding: 'utf8', env: { ...PLAIN_ENV, TMPDIR: p.tmp } });
+  return JSON.parse(out);
+}
+
+/** The compiled task files in the project's private folder. */
+function compiledFiles(p: { tmp: string }): string[] {
+  const dir = join(p.tmp, `silo-agents-${process.getuid?.() ?? 'user'}`);
+  return readdirSync(dir).filter((name) => name.endsWith('.tasks.mjs'));
+}
+
+const ENVIRONMENT = `import { readFileSync } from 'node:fs';
+import { defineEnvironment } from 'silo';
+import { flavour } from 'dual';
+
+const data = JSON.parse(readFileSync(new URL('./data.json', import.meta.url), 'utf8')) as { count: number };
+
+export const where = { url: import.meta.url, filename: import.meta.filename, dirname: import.meta.dirname, flavour };
+
+export const counter = defineEnvironment({
+  name: 'counter',
+  createState: () => ({ count: data.count }),
+  tools: [{ name: 'read', description: \`Reads the count (\${flavour}).\`, inputSchema: { type: 'object', properties: {} }, run: (s: { count: number }) => s.count }],
+});
+`;
+
+const TASKS = `import { defineTask, SiloError } from 'silo';
+import { counter, where } from './env/environment.ts';
+
+export const shared = SiloError;
+export const meta = { where, own: import.meta.url };
+
+export default [
+  defineTask({
+    id: 'count',
+    environment: counter,
+    instruction: 'Say the count.',
+    verify: ({ output }) => [{ name: 'count', pass: output === String(counter.createState(0 as never).count) }],
+  }),
+];
+`;
+
+/** A package with an ES module and a CommonJS build, and a bundlers' \`module\` field Node ignores. */
+const DUAL = {
+  'node_modules/dual/package.json': JSON.stringify({ name: 'dual', main: './cjs.cjs', module: './bundler.mjs', exports: { import: './esm.mjs', require: './cjs.cjs' } }),
+  'node_modules/dual/esm.mjs': "export const flavour = 'esm';\n",
+  'node_modules/dual/cjs.cjs': "exports.flavour = 'cjs';\n",
+  'node_modules/dual/bundler.mjs': "export const flavour = 'bundler';\n",
+};
+
+describe('a TypeScript task file, compiled', () => {
+  it('loads its tasks, with the data its modules read next to them', () => {
+    const p = project('module', { 'tasks.ts': TASKS, 'env/environment.ts': ENVIRONMENT, 'env/data.json': '{ "count": 7 }', ...DUAL });
+    const got = load(p, 'tasks.ts', '{ ids: tasks.map((t) => t.id), count: tasks[0].environment.createState(0).count }');
+    expect(got).toEqual({ ids: ['count'], count: 7 });
+    expect(compiledFiles(p)).toHaveLength(1);
+  });
+
+  it('gives each module its own import.meta, keeps the package build Node picks, and shares Silo', () => {
+    const p = project('module', { 'tasks.ts': TASKS, 'env/environment.ts': ENVIRONMENT, 'env/data.json': '{ "count": 7 }', ...DUAL });
+    // The exports of the task file itself, through Silo's own importUserModule.
+    const script = `
+      const { SiloError } = await import(${JSON.stringify(pathToFileURL(resolve('dist/bundle/index.js')).href)});
+      const { importUserModule } = await import(${JSON.stringify(pathToFileURL(resolve('dist/src/load.js')).href)});
+      const m = await importUserModule(${JSON.stringify(join(p.dir, 'tasks.ts'))});
+      const again = await importUserModule(${JSON.stringify(join(p.dir, 'tasks.ts'))});
+      console.log(JSON.stringify({ meta: m.meta, own: m.shared === SiloError, fresh: m.meta !== again.meta }));`;
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: p.dir, encoding: 'utf8', env: { ...PLAIN_ENV, TMPDIR: p.tmp } })) as {
+      meta: { where: Record<string, string>; own: string };
+      own: boolean;
+      fresh: boolean;
+    };
+    expect(out.meta.own).toBe(pathToFileURL(join(p.dir, 'tasks.ts')).href);
+    expect(out.meta.where).toEqual({
+      url: pathToFileURL(join(p.dir, 'env', 'environment.ts')).href,
+      filename: join(p.dir, 'env', 'environment.ts'),
+      dirname: join(p.dir, 'env'),
+      flavour: 'esm',
+    });
+    expect(out.own).toBe(true);
+    expect(out.fresh).toBe(true);
+    expect(compiledFiles(p)).toHaveLength(1);
+  });
+
+  it('is compiled again when a file it imports changes, and not otherwise', () => {
+    const p = project('module', { 'tasks.ts': TASKS, 'env/environment.ts': ENVIRONMENT, 'env/data.json': '{ "count": 7 }', ...DUAL });
+    const description = () => (load(p, 'tasks.ts', 'tasks[0].environment.tools.map((t) => t.description)') as string[])[0];
+    expect(description()).toBe('Reads the count (esm).');
+    expect(description()).toBe('Reads the count (esm).');
+    expect(compiledFiles(p)).toHaveLength(1);
+    const env = join(p.dir, 'env', 'environment.ts');
+    writeFileSync(env, readFileSync(env, 'utf8').replace('Reads the count', 'Counts'));
+    // (a later modification time, whatever the clock's resolution)
+    utimesSync(env, new Date(Date.now() + 5000), new Date(Date.now() + 5000));
+    expect(description()).toBe('Counts (esm).');
+    expect(compiledFiles(p)).toHaveLength(2);
+    // A package upgraded (its package.json changes): its new build is the one imported.
+    const pkg = join(p.dir, 'node_modules', 'dual', 'package.json');
+    writeFileSync(pkg, JSON.stringify({ ...JSON.parse(readFileSync(pkg, 'utf8')), exports: { import: './bundler.mjs', require: './cjs.cjs' } }));
+    utimesSync(pkg, new Date(Date.now() + 9000), new Date(Date.now() + 9000));
+    expect(description()).toBe('Counts (bundler).');
+  });
+
+  it("gives CommonJS code of a \"type\": \"commonjs\" project its own __dirname and __filename", () => {
+    const p = project('commonjs', {
+      'tasks.ts': `import { defineTask } from 'silo';
+import { counter } from './env/environment';
+const { flavour } = require('dual');
+export default defineTask({ id: 'cjs', environment: counter, instruction: __dirname + '|' + __filename + '|' + flavour, verify: () => [] });
+`,
+      'env/environment.ts': `import { defineEnvironment } from 'silo';
+export const counter = defineEnvironment({ name: 'c', createState: () => ({ at: __dirname }), tools: [] });
+`,
+      ...DUAL,
+    });
+    const got = load(p, 'tasks.ts', '{ instruction: tasks[0].instruction, at: tasks[0].environment.createState(0).at }') as { instruction: string; at: string };
+    expect(got).toEqual({ instruction: `${p.dir}|${join(p.dir, 'tasks.ts')}|cjs`, at: join(p.dir, 'env') });
+    expect(compiledFiles(p)).toHaveLength(1);
+  });
+
+  it('leaves to tsx what one module cannot stand for: an import of a name the code computes', () => {
+    const p = project('module', {
+      'tasks.ts': `import { defineTask } from 'silo';
+const name = './env/' + 'environment.ts';
+const { counter } = (await import(name)) as typeof import('./env/environment.ts');
+export default defineTask({ id: 'computed', environment: counter, instruction: 'x', verify: () => [] });
+`,
+      'env/environment.ts': ENVIRONMENT,
+      'env/data.json': '{ "count": 3 }',
+      ...DUAL,
+    });
+    expect(load(p, 'tasks.ts', 'tasks[0].environment.createState(0).count')).toBe(3);
+    expect(compiledFiles(p)).toHaveLength(0);
+  });
+
+  it("names the TypeScript file and line when a verifier throws (and silo run loads neither tsx nor, the second time, esbuild)", () => {
+    const p = project('module', {
+      'tasks.ts': `import { defineTask } from 'silo';
+import { counter } from './env/environment.ts';
+
+interface Summary {
+  total: number;
+}
+
+export default defineTask({
+  id: 'throws',
+  environment: counter,
+  instruction: 'Say anything.',
+  verify: () => {
+    const summary = undefined as unknown as Summary;
+    return [{ name: 'total', pass: summary.total === 1 }];
+  },
+});
+`,
+      'env/environment.ts': ENVIRONMENT,
+      'env/data.json': '{ "count": 1 }',
+      ...DUAL,
+    });
+    const run = () => {
+      const modules = join(p.dir, `modules-${Math.random()}.txt`);
+      let stdout = '';
+      try {
+        execFileSync(process.execPath, ['--import', resolve('test/cli/record-modules.mjs'), resolve(BIN), 'run', 'tasks.ts', '--agent', resolve('fixtures/agents/bench-caller.mjs'), '--json', '--out', join(p.dir, 'out')], {
+          cwd: p.dir,
+          encoding: 'utf8',
+          env: { ...PLAIN_ENV, TMPDIR: p.tmp, SILO_TEST_MODULES: modules },
+        });
+      } catch (err) {
+        stdout = (err as { stdout: string }).stdout; // exit code 1: the run is an error
+      }
+      const [row] = JSON.parse(stdout) as { runDir: string }[];
+      const loaded = readFileSync(modules, 'utf8');
+      return { result: JSON.parse(readFileSync(join(row!.runDir, 'result.json'), 'utf8')) as ResultRecord, tsx: loaded.includes('/tsx/'), esbuild: loaded.includes('/esbuild/') };
+    };
+    const first = run();
+    expect(first.result.error?.code).toBe('verifier_error');
+    expect(first.result.error?.message).toMatch(/\(at .*\/tasks\.ts:14:\d+\)$/);
+    expect(first.result.error?.stack).toMatch(/tasks\.ts:14:\d+/);
+    expect(first).toMatchObject({ tsx: false, esbuild: true });
+    const second = run();
+    expect(second.result.error?.message).toMatch(/\(at .*\/tasks\.ts:14:\d+\)$/);
+    expect(second).toMatchObject({ tsx: false, esbuild: false });
+  });
+
+  it('is out of reach of agents: one whose folder holds the private folder is not run (hostile: reads-compiled-tasks)', () => {
+    const p = project('module', {
+      'tasks.ts': `import { defineTask } from 'silo';
+import { counter } from './env/environment.ts';
+export default defineTask({ id: 'secret', environment: counter, instruction: 'Guess.', verify: ({ output }) => [{ name: 'gold', pass: output === 'gold-answer-4711' }] });
+`,
+      'env/environment.ts': ENVIRONMENT,
+      'env/data.json': '{ "count": 1 }',
+      ...DUAL,
+    });
+    // The private folder under the agent's folder (TMPDIR there), the agent next to it.
+    const home = join(p.dir, 'home');
+    mkdirSync(home);
+    writeFileSync(join(home, 'agent.mjs'), readFileSync('fixtures/agents/hostile/reads-compiled-tasks.mjs'));
+    let stdout = '';
+    try {
+      stdout = execFileSync(process.execPath, [resolve(BIN), 'run', 'tasks.ts', '--agent', join(home, 'agent.mjs'), '--json', '--out', join(p.dir, 'out')], {
+        cwd: p.dir,
+        encoding: 'utf8',
+        env: { ...PLAIN_ENV, TMPDIR: home },
+      });
+    } catch (err) {
+      stdout = (err as { stdout: string }).stdout;
+    }
+    const [row] = JSON.parse(stdout) as { runDir: string }[];
+    const result = JSON.parse(readFileSync(join(row!.runDir, 'result.json'), 'utf8')) as ResultRecord;
+    expect(compiledFiles({ tmp: home })).toHaveLength(1);
+    expect(result.termination).toBe('load_error');
+    expect(result.error?.message).toMatch(/could read the task file as compiled \(.*\.tasks\.mjs\).*keep the agent in a folder of its own/);
+  });
+});
