@@ -8,8 +8,9 @@
 //   heavy    the same whole `silo run` with a TypeScript agent that imports a large SDK (the MCP
 //            SDK's client: fixtures/agents/heavy-sdk.ts), against the bare path importing the SDK
 //   typescriptTaskFile  `silo run` of a task file written in TypeScript that imports 'silo'
-//            (fixtures/bench/imports-silo.tasks.ts, loaded through tsx) against the same task file
-//            in JavaScript (fixtures/graph/imports-silo.tasks.mjs): what the loader costs
+//            (fixtures/bench/imports-silo.tasks.ts: compiled by the untimed run before, then the
+//            kept module imported, src/task-compile.ts) against the same task file in JavaScript
+//            (fixtures/graph/imports-silo.tasks.mjs): what TypeScript costs a cold command
 // `node scripts/lib/bench-cold.mjs` runs it alone (`--json` for machines).
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -171,7 +172,7 @@ export function describeCold(r) {
     `              node ${b.nodeBootMs} · CLI ${b.cliMs} · imports ${b.importMs} · task file ${b.tasksMs} · rollout ${b.rolloutMs} (world ${b.worldMs} · worker start ${b.workerStartMs} · agent ${b.agentMs} · grading and artifacts ${b.gradingAndArtifactsMs} · other ${b.rolloutOtherMs}) · pool closed ${b.closeMs} · to exit ${b.exitMs} + ${b.afterExitMs} ms`,
     `              sandbox started at ${b.sandboxStartAtMs} ms, ready at ${b.sandboxReadyAtMs} ms (${b.sandboxMs} ms)`,
     ...(r.coldRun.typescriptTaskFile
-      ? [`              a task file that imports 'silo': in JavaScript ${r.coldRun.typescriptTaskFile.javascriptMs} ms · in TypeScript (tsx) ${r.coldRun.typescriptTaskFile.typescriptMs} ms · ratio ${r.coldRun.typescriptTaskFile.ratio}`]
+      ? [`              a task file that imports 'silo': in JavaScript ${r.coldRun.typescriptTaskFile.javascriptMs} ms · in TypeScript (compiled, kept) ${r.coldRun.typescriptTaskFile.typescriptMs} ms · ratio ${r.coldRun.typescriptTaskFile.ratio}`]
       : []),
     `heavy agent   bare (a child process whose worker imports the MCP SDK's client) ${r.heavy.bareMs} ms · silo run of a TypeScript agent importing it ${r.heavy.runMs} ms · ratio ${r.heavy.ratio} (target ≤ ${r.heavy.target})`,
   ].join('\n');
