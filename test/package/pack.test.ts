@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openaiReply, scriptedServer } from '../agents/model-server.js';
@@ -212,11 +212,12 @@ for (const type of ['module', 'commonjs'] as const) {
       expect(JSON.parse(ran.stdout.trim().split('\n').at(-1)!)).toEqual({ tasks: 3, passed: 6 });
     }, COMMAND_MS);
 
-    it("a task file's import 'silo' (.mjs, and .ts through tsx) and the command share one copy of Silo's modules (one SiloError class)", async () => {
+    it("a task file's import 'silo' (.mjs, and .ts compiled) and the command share one copy of Silo's modules (one SiloError class)", async () => {
       // The command and the package's entry points are one bundle with shared chunks; were they
-      // bundled apart, the task's import would load a second copy of define.js and errors.js. tsx
-      // would load one too (every module a .ts file imports goes under its namespace's URLs; in
-      // this "type": "commonjs" project, through its require hooks), but for what src/load.ts adds.
+      // bundled apart, the task's import would load a second copy of define.js and errors.js. A
+      // .ts task file is compiled to one module whose import of 'silo' is pinned to the file Node
+      // resolves (src/task-compile.ts); tsx, which would load a second copy but for what
+      // src/load.ts adds, is not loaded at all.
       mkdirSync(join(dir, 'identity', 'agent'), { recursive: true });
       const tasks =
         "import { check, defineEnvironment, defineTask, defineTool, SiloError } from 'silo';\n" +
@@ -242,6 +243,7 @@ for (const type of ['module', 'commonjs'] as const) {
         const paths = loaded.map(pathOf);
         // The task's import resolved into the bundle, where the command's own modules are.
         expect(paths, file).toContain(join(installed, 'dist', 'bundle', 'index.js'));
+        expect(paths.filter((m) => m.includes(`${sep}node_modules${sep}tsx${sep}`)), file).toEqual([]);
         expect(paths.filter((m) => m.startsWith(join(installed, 'dist', 'src'))), file).toEqual([]);
         for (const source of ['dist/src/errors.js', 'dist/src/define.js']) {
           const holders = Object.entries(meta.outputs).filter(([, o]) => source in o.inputs).map(([output]) => join(installed, output));
