@@ -25,12 +25,12 @@
  * (tsx then reports the problem as it always has). compileTaskFile returns null for those.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, utimesSync } from 'node:fs';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PACKAGE_ROOT, SILO_VERSION } from './paths.js';
 import { packageFolder } from './pool/compile.js';
-import { privateFolder } from './pool/private-folder.js';
+import { privateFolder, stamp, stamps, unchanged, writeAtomically } from './pool/private-folder.js';
 import { isTypeScript } from './typescript.js';
 
 /** What a compiled task file's manifest records. */
@@ -54,15 +54,6 @@ function manifestFile(path: string): string {
   return join(privateFolder(), `${id}.prepared.json`);
 }
 
-function stamp(file: string): [number, number] | null {
-  try {
-    const st = statSync(file);
-    return [st.size, st.mtimeMs];
-  } catch {
-    return null;
-  }
-}
-
 /** The module compiled by an earlier command, if none of its inputs changed since. */
 function stored(path: string, key: string): string | undefined {
   let manifest: Manifest;
@@ -71,18 +62,15 @@ function stored(path: string, key: string): string | undefined {
   } catch {
     return undefined;
   }
-  if (manifest.version !== 1 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
-  for (const [file, size, mtime] of manifest.inputs) {
-    const now = stamp(file);
-    if (now === null || now[0] !== size || now[1] !== mtime) return undefined;
+  if (manifest.version !== 1 || manifest.key !== key || stamp(manifest.file) === null || !unchanged(manifest.inputs)) return undefined;
+  // In use: kept young (files of the private folder not written for a month are removed).
+  try {
+    const now = new Date();
+    utimesSync(manifest.file, now, now);
+  } catch {
+    return undefined; // removed just now: compiled again
   }
   return manifest.file;
-}
-
-function writeAtomically(file: string, text: string): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
 }
 
 /** esbuild's loader for a module of the task file's own, by extension. */
@@ -195,16 +183,8 @@ export async function compileTaskFile(path: string): Promise<string | null> {
   }
   try {
     writeAtomically(file, code);
-    const manifest: Manifest = {
-      version: 1,
-      key,
-      file,
-      inputs: [...inputs].flatMap((input): [string, number, number][] => {
-        const st = stamp(input);
-        // (a tsconfig.json that is not there: one that appears is not noticed; edit the task file)
-        return st ? [[input, st[0], st[1]]] : [];
-      }),
-    };
+    // (a tsconfig.json that is not there is not recorded: one that appears later is not noticed)
+    const manifest: Manifest = { version: 1, key, file, inputs: stamps(inputs) };
     writeAtomically(manifestFile(path), JSON.stringify(manifest));
   } catch {
     // not kept: compiled again next time (the module, if written, is still loaded)

@@ -17,7 +17,7 @@
  * the compiler's source map (source-map.ts).
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, realpathSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, statSync, utimesSync } from 'node:fs';
 import { isBuiltin, type SourceMapPayload } from 'node:module';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -26,7 +26,7 @@ import { SiloError } from '../errors.js';
 import { PACKAGE_ROOT, SILO_VERSION } from '../paths.js';
 import { isTypeScript } from '../typescript.js';
 import { allowsRead, readableFor } from './permissions.js';
-import { privateFolder } from './private-folder.js';
+import { privateFolder, stamp, stamps, unchanged, writeAtomically } from './private-folder.js';
 import { StackMapper, type Shift } from './source-map.js';
 
 /** A compiled agent: the module to load, and the package folders it imports from. */
@@ -224,16 +224,6 @@ function manifestFile(path: string): string {
   return join(privateFolder(), `${id}.prepared.json`);
 }
 
-/** The size and modification time of `file`, or null when it is gone. */
-function stamp(file: string): [number, number] | null {
-  try {
-    const st = statSync(file);
-    return [st.size, st.mtimeMs];
-  } catch {
-    return null;
-  }
-}
-
 /** The agent compiled by an earlier process, if none of its inputs changed since. */
 function stored(path: string, key: string): CompiledAgent | undefined {
   let manifest: Manifest;
@@ -242,11 +232,7 @@ function stored(path: string, key: string): CompiledAgent | undefined {
   } catch {
     return undefined;
   }
-  if (manifest.version !== 6 || manifest.key !== key || stamp(manifest.file) === null) return undefined;
-  for (const [file, size, mtime] of manifest.inputs) {
-    const now = stamp(file);
-    if (now === null || now[0] !== size || now[1] !== mtime) return undefined;
-  }
+  if (manifest.version !== 6 || manifest.key !== key || stamp(manifest.file) === null || !unchanged(manifest.inputs)) return undefined;
   // In use: kept young, as a compile that rewrites it would (pruneCompiledAgents).
   try {
     const now = new Date();
@@ -272,17 +258,10 @@ function store(path: string, key: string, { compiled, inputs, map, shifts }: Bui
   // A package upgraded or replaced changes its package.json too.
   for (const file of inputs) if (file.includes(`${sep}node_modules${sep}`)) files.add(join(packageFolder(file), 'package.json'));
   for (const folder of compiled.packages) files.add(join(folder, 'package.json'));
-  const stamped = [...files].flatMap((file): [string, number, number][] => {
-    const st = stamp(file);
-    return st ? [[file, st[0], st[1]]] : [];
-  });
-  const manifest: Manifest = { version: 6, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamped };
+  const manifest: Manifest = { version: 6, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamps(files) };
   try {
     writeAtomically(`${compiled.file}.map`, JSON.stringify(map));
-    const target = manifestFile(path);
-    const tmp = `${target}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(manifest));
-    renameSync(tmp, target);
+    writeAtomically(manifestFile(path), JSON.stringify(manifest));
   } catch {
     // not stored: compiled again next time
   }
@@ -485,12 +464,6 @@ function eagerFactories(code: string, marks: { start: string; end: string }): st
 function unmarked(code: string, marks: { start: string; end: string }): string {
   const mark = new RegExp(`0\\["(?:${marks.start}|${marks.end})\\d+"\\]`, 'g');
   return code.replace(mark, (text) => ' '.repeat(text.length));
-}
-
-function writeAtomically(file: string, data: string | Uint8Array): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, data);
-  renameSync(tmp, file);
 }
 
 /**

@@ -4,7 +4,7 @@
  * this user's alone, since what is in it gets run: a folder another user made, or can write to,
  * is refused. Files not written for a month are cleared out, once a day.
  */
-import { lstatSync, mkdirSync, readdirSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SiloError } from '../errors.js';
@@ -78,3 +78,37 @@ export function pruneCompiledAgents(dir: string, now: number): void {
   }
 }
 
+
+/** Writes a file of the folder whole or not at all (a temporary name, then a rename). */
+export function writeAtomically(file: string, data: string | Uint8Array): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, data);
+  renameSync(tmp, file);
+}
+
+/** A file's size and modification time, or null when it is gone. */
+export function stamp(file: string): [number, number] | null {
+  try {
+    const st = statSync(file);
+    return [st.size, st.mtimeMs];
+  } catch {
+    return null;
+  }
+}
+
+/** The stamps of the files there are (what a manifest records of what a compile read). */
+export function stamps(files: Iterable<string>): [string, number, number][] {
+  return [...files].flatMap((file): [string, number, number][] => {
+    const st = stamp(file);
+    return st ? [[file, st[0], st[1]]] : [];
+  });
+}
+
+/** Whether every file a manifest recorded is still there, with the same size and modification time. */
+export function unchanged(inputs: readonly [string, number, number][]): boolean {
+  for (const [file, size, mtime] of inputs) {
+    const now = stamp(file);
+    if (now === null || now[0] !== size || now[1] !== mtime) return false;
+  }
+  return true;
+}

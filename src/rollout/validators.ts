@@ -12,14 +12,14 @@
  * dependencies (a task built in memory and used without a rollout).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import equalModule from 'ajv/dist/runtime/equal.js';
 import ucs2lengthModule from 'ajv/dist/runtime/ucs2length.js';
 import { SILO_VERSION } from '../paths.js';
-import { privateFolder } from '../pool/private-folder.js';
+import { privateFolder, writeAtomically } from '../pool/private-folder.js';
 import { AJV_VERSION } from './meta-schema.js';
 
 /** What compiles schemas: one ajv, with the options validation has always had. */
@@ -134,9 +134,7 @@ function keep(json: string, validate: ValidateFunction): void {
     const code = compilerNow().code(validate);
     // Code that needs more than ajv's runtime (none known) is not kept.
     for (const [, name] of code.matchAll(/require\("([^"]*)"\)/g)) if (!HELPERS.has(name!) && !REQUIRABLE.test(name!)) return;
-    const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, code);
-    renameSync(tmp, file);
+    writeAtomically(file, code);
   } catch {
     // not kept
   }
