@@ -8,7 +8,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeModuleError, SiloError, type SiloErrorCode } from './errors.js';
-import { compiledTaskFiles, esModuleExports, isTypeScript } from './typescript.js';
+import { esModuleExports, isTypeScript } from './typescript.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { compileTool, prepareValidators } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
@@ -32,7 +32,6 @@ export async function importUserModule(file: string): Promise<Record<string, unk
   // (a private folder that is not private, say: tsx loads it, as before)
   const compiled = isTypeScript(file) ? await import('./task-compile.js').then(({ compileTaskFile }) => compileTaskFile(file)).catch(() => null) : null;
   if (compiled !== null) {
-    compiledTaskFiles.set(file, compiled);
     // Stack traces name the TypeScript (the module's source map is inline), as under tsx.
     process.setSourceMapsEnabled(true);
     // A fresh instance each time, as tsx's namespaces gave.

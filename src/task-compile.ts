@@ -26,20 +26,21 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync, utimesSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PACKAGE_ROOT, SILO_VERSION } from './paths.js';
 import { packageFolder } from './pool/compile.js';
-import { privateFolder, stamp, stamps, unchanged, writeAtomically } from './pool/private-folder.js';
+import { privateFolder, stamp, unchanged, writeAtomically, type Stamp } from './pool/private-folder.js';
 import { isTypeScript } from './typescript.js';
 
 /** What a compiled task file's manifest records. */
 interface Manifest {
-  version: 1;
+  version: number;
   key: string;
   file: string;
-  /** Every input (and the package.json of every package left an import): path, size, modification time. */
-  inputs: [string, number, number][];
+  /** Every input (and the package.json of every package left an import), stamped before it was read. */
+  inputs: [string, ...Stamp][];
 }
 
 /** A version of the file at `path`: its path, size and modification time. */
@@ -62,7 +63,7 @@ function stored(path: string, key: string): string | undefined {
   } catch {
     return undefined;
   }
-  if (manifest.version !== 1 || manifest.key !== key || stamp(manifest.file) === null || !unchanged(manifest.inputs)) return undefined;
+  if (manifest.version !== COMPILER || manifest.key !== key || stamp(manifest.file) === null || !unchanged(manifest.inputs)) return undefined;
   // In use: kept young (files of the private folder not written for a month are removed).
   try {
     const now = new Date();
@@ -82,8 +83,85 @@ const OWN_ENTRIES: Record<string, string> = {
   'silo/agent': join(PACKAGE_ROOT, 'dist', 'bundle', 'agent.js'),
 };
 
-/** What one module cannot stand for: an import of a computed name, or `import.meta.resolve`. */
-const NEEDS_A_LOADER = /\bimport\(\s*[^'"`\s)]|\brequire\(\s*[^'"`\s)]|\bimport\.meta\.resolve\b|\brequire\.resolve\b/;
+/**
+ * What one module cannot stand for: a dynamic import or a require of anything but a quoted name
+ * (esbuild would bundle a template's matches as they are now, or leave a computed name to be
+ * resolved from the private folder), `import.meta.resolve`, `require.resolve`.
+ */
+const NEEDS_A_LOADER = /\bimport\s*\((?!\s*(['"])[^'"`\n]*\1\s*[,)])|\brequire\s*\((?!\s*(['"])[^'"`\n]*\2\s*\))|\bimport\.meta\.resolve\b|\brequire\.resolve\b/;
+
+/** Package scopes' module type, by folder: true where a `.js`/`.ts` file is CommonJS. */
+const commonJsScopes = new Map<string, boolean>();
+
+/** Whether Node (and tsx) would load this file as CommonJS: by its extension, else its package's `type`. */
+function isCommonJsFile(file: string): boolean {
+  if (/\.c[jt]s$/.test(file)) return true;
+  if (/\.m[jt]s$/.test(file)) return false;
+  const dir = dirname(file);
+  let cached = commonJsScopes.get(dir);
+  if (cached === undefined) {
+    cached = true;
+    for (let at = dir; ; at = dirname(at)) {
+      try {
+        cached = (JSON.parse(readFileSync(join(at, 'package.json'), 'utf8')) as { type?: unknown }).type !== 'module';
+        break;
+      } catch {
+        // no package.json here (or not JSON): the folder above
+      }
+      if (dirname(at) === at) break;
+    }
+    commonJsScopes.set(dir, cached);
+  }
+  return cached;
+}
+
+/** The tsconfig.json (or jsconfig.json) files esbuild reads for a file in `dir`, with those they extend. */
+function tsconfigsFor(dir: string, into: Set<string>): void {
+  for (let at = dir; ; at = dirname(at)) {
+    for (const name of ['tsconfig.json', 'jsconfig.json']) addTsconfig(join(at, name), into);
+    if (stamp(join(at, 'package.json')) !== null || dirname(at) === at) return;
+  }
+}
+
+function addTsconfig(file: string, into: Set<string>): void {
+  if (into.has(file)) return;
+  into.add(file); // (recorded whether it is there or not: one that appears is a change)
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return;
+  }
+  // JSON with comments and trailing commas, as tsconfig.json is written: only `extends` is wanted.
+  const extended = /"extends"\s*:\s*(\[[^\]]*\]|"[^"]*")/.exec(text)?.[1];
+  if (extended === undefined) return;
+  for (const [, name] of extended.matchAll(/"([^"]+)"/g)) {
+    const candidates = name!.startsWith('.') || name!.startsWith('/') ? [resolve(dirname(file), name!)] : nodeModulesCandidates(dirname(file), name!);
+    for (const candidate of candidates) {
+      addTsconfig(candidate.endsWith('.json') ? candidate : `${candidate}.json`, into);
+      if (!candidate.endsWith('.json')) addTsconfig(join(candidate, 'tsconfig.json'), into);
+    }
+  }
+}
+
+/** Where a package's file could be, from `dir` up (the first that exists is the one). */
+function nodeModulesCandidates(dir: string, specifier: string): string[] {
+  const out: string[] = [];
+  for (let at = dir; ; at = dirname(at)) {
+    const candidate = join(at, 'node_modules', specifier);
+    out.push(candidate);
+    if (stamp(candidate) !== null || stamp(`${candidate}.json`) !== null || dirname(at) === at) return out;
+  }
+}
+
+/** A package's name from a bare specifier (`@scope/name/sub` → `@scope/name`). */
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
+}
+
+/** A version of this module's logic: a change to what it writes compiles every task file again. */
+const COMPILER = 2;
 
 /**
  * The task file at `path` compiled (or as compiled before): the file to import, or null when tsx
@@ -93,13 +171,29 @@ export async function compileTaskFile(path: string): Promise<string | null> {
   const key = versionKey(path);
   const found = stored(path, key);
   if (found !== undefined) return found;
+  // What the compile reads, each stamped BEFORE it is read: a file edited while the compile runs
+  // then looks changed to the next command, which compiles it again.
+  const inputs = new Map<string, [string, ...Stamp] | null>();
+  const note = (file: string): void => {
+    if (inputs.has(file)) return;
+    const st = stamp(file);
+    inputs.set(file, st ? [file, ...st] : null);
+  };
+  note(path);
+  const configs = new Set<string>();
+  const configDirs = new Set<string>();
+  const configsFor = (dir: string): void => {
+    if (configDirs.has(dir)) return;
+    configDirs.add(dir);
+    tsconfigsFor(dir, configs);
+  };
+  configsFor(dirname(path));
+  for (const file of configs) note(file);
   const esbuild = await import('esbuild');
   const dir = privateFolder();
   const tag = createHash('sha256').update(key).digest('hex').slice(0, 12);
   const META = { url: `__siloTaskUrl_${tag}`, filename: `__siloTaskFilename_${tag}`, dirname: `__siloTaskDirname_${tag}` };
   let refused = false;
-  /** Packages left imports (their folders: a new version of one changes its package.json). */
-  const packages = new Set<string>();
   let result: Awaited<ReturnType<typeof esbuild.build>>;
   try {
     result = await esbuild.build({
@@ -116,8 +210,9 @@ export async function compileTaskFile(path: string): Promise<string | null> {
       // Node's own resolution: no bundler-only `module` condition or field.
       conditions: [],
       mainFields: ['main'],
-      // require() in the task's code (a CommonJS .ts file, `import x = require()`) loads the pinned files.
-      banner: { js: "import { createRequire as __siloCreateRequire } from 'node:module'; const require = __siloCreateRequire(import.meta.url);" },
+      // require() in the task's code (a CommonJS .ts file, `import x = require()`) loads the pinned
+      // files; so do the imports of packages by CommonJS code (silo-require, below).
+      banner: { js: "import { createRequire as __siloCreateRequire } from 'node:module'; const require = __siloCreateRequire(import.meta.url), __siloRequire = require;" },
       define: {
         'import.meta.url': META.url,
         'import.meta.filename': META.filename,
@@ -131,6 +226,15 @@ export async function compileTaskFile(path: string): Promise<string | null> {
         {
           name: 'silo-task-files',
           setup(b) {
+            // Every file bundled in (a module, JSON) is stamped before esbuild reads it, with the
+            // tsconfig files that apply to it.
+            b.onLoad({ filter: /.*/, namespace: 'file' }, (args) => {
+              note(args.path);
+              const before = configs.size;
+              configsFor(dirname(args.path));
+              if (configs.size !== before) for (const file of configs) note(file);
+              return undefined;
+            });
             // Each module of the task's own gets its own file's values, in front of its first line
             // (after a shebang), so no line moves.
             b.onLoad({ filter: /\.[cm]?[jt]sx?$/, namespace: 'file' }, (args) => {
@@ -142,20 +246,34 @@ export async function compileTaskFile(path: string): Promise<string | null> {
               const shebang = source.startsWith('#!') ? source.slice(0, source.indexOf('\n') + 1) : '';
               return { contents: `${shebang}${meta}${source.slice(shebang.length)}`, loader };
             });
+            // A package CommonJS code imports, as CommonJS code gets it: required.
+            b.onLoad({ filter: /.*/, namespace: 'silo-require' }, (args) => ({ contents: `module.exports = __siloRequire(${JSON.stringify(args.path)});`, loader: 'js' }));
             // A bare name stays an import of the file Node would load for it from the importer's
-            // folder, unless that file is TypeScript (Node could not load it): then it is compiled in.
+            // folder, unless that file is TypeScript (Node could not load it) or JSON (an import of
+            // it needs an attribute esbuild does not keep): then it is compiled in.
             b.onResolve({ filter: /^[^./]/ }, async (args) => {
               if (args.pluginData === 'silo-inner' || args.kind === 'entry-point') return undefined;
-              const resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: 'silo-inner' });
+              // CommonJS code (a .ts file of a project without "type": "module") requires what it imports, as tsx compiles it.
+              const required = args.kind === 'require-call' || (args.kind === 'import-statement' && isCommonJsFile(args.importer));
+              const resolved = await b.resolve(args.path, { kind: required ? 'require-call' : args.kind, resolveDir: args.resolveDir, pluginData: 'silo-inner' });
               if (resolved.errors.length > 0 || resolved.external || !resolved.path) return undefined;
               // Silo itself, found in its own sources (tsconfig paths, as in Silo's repository):
               // the built entry this command runs, as Node would resolve the package's name.
               const own = OWN_ENTRIES[args.path];
-              const target = own !== undefined && resolved.path.startsWith(`${PACKAGE_ROOT}${sep}`) ? own : resolved.path;
-              if (isTypeScript(target)) return undefined;
-              packages.add(target.includes(`${sep}node_modules${sep}`) ? packageFolder(target) : dirname(target));
-              // (an import takes a URL: a path may hold a '#' or a '%'; require() takes the path)
-              return { path: args.kind.startsWith('require') ? target : pathToFileURL(target).href, external: true };
+              if (own !== undefined && resolved.path.startsWith(`${PACKAGE_ROOT}${sep}`)) return { path: pathToFileURL(own).href, external: true };
+              if (isTypeScript(resolved.path) || resolved.path.endsWith('.json')) return { path: resolved.path };
+              // The package's manifest, through the link a package manager may have made (a link
+              // pointed elsewhere is another package.json) and where it leads.
+              if (!isBuiltin(args.path)) {
+                const link = nodeModulesCandidates(args.resolveDir, packageName(args.path)).find((c) => stamp(c) !== null);
+                if (link) note(join(link, 'package.json'));
+                if (resolved.path.includes(`${sep}node_modules${sep}`)) note(join(packageFolder(resolved.path), 'package.json'));
+              }
+              if (args.kind === 'require-call') return { path: resolved.path, external: true };
+              // (an ES module package is imported as such: Node 20 cannot require it)
+              if (required && isCommonJsFile(resolved.path)) return { path: resolved.path, namespace: 'silo-require' };
+              // (an import takes a URL: a path may hold a '#' or a '%')
+              return { path: pathToFileURL(resolved.path).href, external: true };
             });
           },
         },
@@ -165,26 +283,15 @@ export async function compileTaskFile(path: string): Promise<string | null> {
     return null; // tsx reports what esbuild refused, as it always has
   }
   if (refused) return null;
-  // A module left an import (a package, a relative file in node_modules) is pinned by its absolute path.
   const code = result.outputFiles?.find((o) => !o.path.endsWith('.map'))?.text ?? '';
   const name = createHash('sha256').update(key).update(code).digest('hex').slice(0, 24);
   const file = join(dir, `${name}.tasks.mjs`);
-  const inputs = new Set(Object.keys(result.metafile?.inputs ?? {}).map((input) => resolve(input)));
-  inputs.add(path);
-  for (const folder of packages) inputs.add(join(folder, 'package.json'));
-  // The settings esbuild read: a changed tsconfig.json (or package `type`) compiles again.
-  for (let at = dirname(path); ; at = dirname(at)) {
-    inputs.add(join(at, 'tsconfig.json'));
-    if (stamp(join(at, 'package.json')) !== null) {
-      inputs.add(join(at, 'package.json'));
-      break;
-    }
-    if (dirname(at) === at) break;
-  }
+  // (every input esbuild read went through the onLoad above; metafile's list is the same files)
+  for (const input of Object.keys(result.metafile?.inputs ?? {})) if (!input.includes(':')) note(resolve(input));
   try {
     writeAtomically(file, code);
-    // (a tsconfig.json that is not there is not recorded: one that appears later is not noticed)
-    const manifest: Manifest = { version: 1, key, file, inputs: stamps(inputs) };
+    // (a file stamped as missing, a tsconfig.json say, is not recorded: one that appears later is not noticed)
+    const manifest: Manifest = { version: COMPILER, key, file, inputs: [...inputs.values()].filter((i) => i !== null) };
     writeAtomically(manifestFile(path), JSON.stringify(manifest));
   } catch {
     // not kept: compiled again next time (the module, if written, is still loaded)

@@ -17,8 +17,3 @@ export function esModuleExports(mod: Record<string, unknown>): Record<string, un
   return mod;
 }
 
-/**
- * TypeScript task files this process loaded compiled (src/task-compile.ts), by absolute path: the
- * module each became. Its worker must not be able to read it, any more than the task file itself.
- */
-export const compiledTaskFiles = new Map<string, string>();

@@ -5,7 +5,7 @@
  * private folder of its own (TMPDIR) where nothing is compiled yet.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -162,6 +162,8 @@ export const counter = defineEnvironment({ name: 'c', createState: () => ({ at: 
       'tasks.ts': `import { defineTask } from 'silo';
 const name = './env/' + 'environment.ts';
 const { counter } = (await import(name)) as typeof import('./env/environment.ts');
+const again = (await import(\`./env/\${'environment'}.ts\`)) as typeof import('./env/environment.ts');
+if (again.counter !== counter) throw new Error('two instances');
 export default defineTask({ id: 'computed', environment: counter, instruction: 'x', verify: () => [] });
 `,
       'env/environment.ts': ENVIRONMENT,
@@ -221,11 +223,17 @@ export default defineTask({
     expect(second).toMatchObject({ tsx: false, esbuild: false });
   });
 
-  it('is out of reach of agents: one whose folder holds the private folder is not run (hostile: reads-compiled-tasks)', () => {
+  it("is out of reach of agents: one whose folder holds Silo's private folder is not run, whatever the task file (hostile: reads-compiled-tasks)", () => {
+    const verify = "verify: ({ output }) => [{ name: 'gold', pass: output === 'gold-answer-4711' }]";
     const p = project('module', {
       'tasks.ts': `import { defineTask } from 'silo';
 import { counter } from './env/environment.ts';
-export default defineTask({ id: 'secret', environment: counter, instruction: 'Guess.', verify: ({ output }) => [{ name: 'gold', pass: output === 'gold-answer-4711' }] });
+export default defineTask({ id: 'secret', environment: counter, instruction: 'Guess.', ${verify} });
+`,
+      // The same task in JavaScript: nothing compiled for it, but the module compiled for tasks.ts is still kept.
+      'plain.tasks.mjs': `import { defineTask, defineEnvironment } from 'silo';
+const counter = defineEnvironment({ name: 'c', createState: () => ({}), tools: [] });
+export default defineTask({ id: 'secret', environment: counter, instruction: 'Guess.', ${verify} });
 `,
       'env/environment.ts': ENVIRONMENT,
       'env/data.json': '{ "count": 1 }',
@@ -235,20 +243,86 @@ export default defineTask({ id: 'secret', environment: counter, instruction: 'Gu
     const home = join(p.dir, 'home');
     mkdirSync(home);
     writeFileSync(join(home, 'agent.mjs'), readFileSync('fixtures/agents/hostile/reads-compiled-tasks.mjs'));
-    let stdout = '';
-    try {
-      stdout = execFileSync(process.execPath, [resolve(BIN), 'run', 'tasks.ts', '--agent', join(home, 'agent.mjs'), '--json', '--out', join(p.dir, 'out')], {
-        cwd: p.dir,
-        encoding: 'utf8',
-        env: { ...PLAIN_ENV, TMPDIR: home },
-      });
-    } catch (err) {
-      stdout = (err as { stdout: string }).stdout;
+    for (const tasks of ['tasks.ts', 'plain.tasks.mjs']) {
+      let stdout = '';
+      try {
+        stdout = execFileSync(process.execPath, [resolve(BIN), 'run', tasks, '--agent', join(home, 'agent.mjs'), '--json', '--out', join(p.dir, 'out')], {
+          cwd: p.dir,
+          encoding: 'utf8',
+          env: { ...PLAIN_ENV, TMPDIR: home },
+        });
+      } catch (err) {
+        stdout = (err as { stdout: string }).stdout;
+      }
+      const [row] = JSON.parse(stdout) as { runDir: string }[];
+      const result = JSON.parse(readFileSync(join(row!.runDir, 'result.json'), 'utf8')) as ResultRecord;
+      expect(compiledFiles({ tmp: home }), tasks).toHaveLength(1);
+      expect(result.termination, tasks).toBe('load_error');
+      expect(result.error?.message, tasks).toMatch(/could read Silo's private folder \(task files compiled\) \(.*silo-agents-.*\).*keep the agent in a folder of its own/);
     }
-    const [row] = JSON.parse(stdout) as { runDir: string }[];
-    const result = JSON.parse(readFileSync(join(row!.runDir, 'result.json'), 'utf8')) as ResultRecord;
-    expect(compiledFiles({ tmp: home })).toHaveLength(1);
-    expect(result.termination).toBe('load_error');
-    expect(result.error?.message).toMatch(/could read the task file as compiled \(.*\.tasks\.mjs\).*keep the agent in a folder of its own/);
+  });
+
+  it('is compiled again when a tsconfig it extends changes, or a package link is pointed at another version', () => {
+    const p = project('module', {
+      'tasks.ts': `import { defineTask, defineEnvironment } from 'silo';
+import { which } from '@lib/which';
+import { version } from 'linked';
+const env = defineEnvironment({ name: 'c', createState: () => ({}), tools: [] });
+export default defineTask({ id: 'which', environment: env, instruction: which + ' ' + version, verify: () => [] });
+`,
+      'tsconfig.json': '{\n  // paths come from the base\n  "extends": "./tsconfig.base.json",\n}\n',
+      'tsconfig.base.json': JSON.stringify({ compilerOptions: { baseUrl: '.', paths: { '@lib/*': ['lib-a/*'] } } }),
+      'lib-a/which.ts': "export const which = 'A';\n",
+      'lib-b/which.ts': "export const which = 'B';\n",
+      // Two versions in a store, their package.json alike in size and time (as npm writes them).
+      'store/linked@1/package.json': JSON.stringify({ name: 'linked', version: '1.0.0', main: 'index.js' }),
+      'store/linked@1/index.js': "exports.version = 'v1';\n",
+      'store/linked@2/package.json': JSON.stringify({ name: 'linked', version: '2.0.0', main: 'index.js' }),
+      'store/linked@2/index.js': "exports.version = 'v2';\n",
+    });
+    const same = new Date('1985-10-26T08:15:00Z');
+    for (const v of ['1', '2']) utimesSync(join(p.dir, 'store', `linked@${v}`, 'package.json'), same, same);
+    symlinkSync(join(p.dir, 'store', 'linked@1'), join(p.dir, 'node_modules', 'linked'));
+    const instruction = () => load(p, 'tasks.ts', 'tasks[0].instruction');
+    expect(instruction()).toBe('A v1');
+    const base = join(p.dir, 'tsconfig.base.json');
+    writeFileSync(base, readFileSync(base, 'utf8').replace('lib-a', 'lib-b'));
+    utimesSync(base, new Date(Date.now() + 5000), new Date(Date.now() + 5000));
+    expect(instruction()).toBe('B v1');
+    rmSync(join(p.dir, 'node_modules', 'linked'));
+    symlinkSync(join(p.dir, 'store', 'linked@2'), join(p.dir, 'node_modules', 'linked'));
+    expect(instruction()).toBe('B v2');
+    expect(compiledFiles(p)).toHaveLength(3);
+  });
+
+  it('imports packages from CommonJS code as tsx compiles it: required (default imports, dual packages, exports made at run time), JSON too', () => {
+    const p = project('commonjs', {
+      'tasks.ts': `import { defineTask, defineEnvironment } from 'silo';
+import grade from 'marked-esm';
+import { flavour } from 'dual';
+import { score } from 'lazy';
+import data from 'data-pkg/data.json';
+const env = defineEnvironment({ name: 'c', createState: () => ({}), tools: [] });
+export default defineTask({ id: 'cjs', environment: env, instruction: [grade(), flavour, score(), data.n].join(' '), verify: () => [] });
+`,
+      'node_modules/marked-esm/package.json': JSON.stringify({ name: 'marked-esm', main: 'index.js' }),
+      'node_modules/marked-esm/index.js': "Object.defineProperty(exports, '__esModule', { value: true });\nexports.default = () => 'default';\n",
+      'node_modules/lazy/package.json': JSON.stringify({ name: 'lazy', main: 'index.js' }),
+      'node_modules/lazy/index.js': "const make = () => ({ score: () => 'scored' });\nmodule.exports = make();\n",
+      'node_modules/data-pkg/package.json': JSON.stringify({ name: 'data-pkg' }),
+      'node_modules/data-pkg/data.json': '{ "n": 5 }',
+      ...DUAL,
+    });
+    expect(load(p, 'tasks.ts', 'tasks[0].instruction')).toBe('default cjs scored 5');
+    expect(compiledFiles(p)).toHaveLength(1);
+    // The same file in an ES module project imports them as Node's import does.
+    const m = project('module', {
+      'tasks.ts': readFileSync(join(p.dir, 'tasks.ts'), 'utf8').replace("import data from 'data-pkg/data.json';", "import data from 'data-pkg/data.json' with { type: 'json' };").replace('grade()', '(grade as unknown as { default: () => string }).default()')
+        // (Node finds no named export in exports made at run time: the default import it is)
+        .replace("import { score } from 'lazy';", "import lazy from 'lazy';\nconst { score } = lazy;"),
+      ...Object.fromEntries(Object.keys(DUAL).concat(['node_modules/marked-esm/package.json', 'node_modules/marked-esm/index.js', 'node_modules/lazy/package.json', 'node_modules/lazy/index.js', 'node_modules/data-pkg/package.json', 'node_modules/data-pkg/data.json']).map((f) => [f, readFileSync(join(p.dir, f), 'utf8')])),
+    });
+    expect(load(m, 'tasks.ts', 'tasks[0].instruction')).toBe('default esm scored 5');
+    expect(compiledFiles(m)).toHaveLength(1);
   });
 });

@@ -5,13 +5,19 @@
  * is refused. Files not written for a month are cleared out, once a day.
  */
 import { lstatSync, mkdirSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { randomInt } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SiloError } from '../errors.js';
 
+/** Where the private folder is (whether it exists or not). */
+export function privateFolderPath(): string {
+  return join(tmpdir(), `silo-agents-${process.getuid?.() ?? 'user'}`);
+}
+
 /** The private folder (made if missing). */
 export function privateFolder(): string {
-  const dir = join(tmpdir(), `silo-agents-${process.getuid?.() ?? 'user'}`);
+  const dir = privateFolderPath();
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // Another user of this machine must not have made (or be able to write) the folder agents load from.
   const folder = lstatSync(dir);
@@ -79,36 +85,42 @@ export function pruneCompiledAgents(dir: string, now: number): void {
 }
 
 
+/** Temporary files written so far (their names must differ between processes that share the folder, PIDs too). */
+let temporaries = 0;
+
 /** Writes a file of the folder whole or not at all (a temporary name, then a rename). */
 export function writeAtomically(file: string, data: string | Uint8Array): void {
-  const tmp = `${file}.${process.pid}.tmp`;
+  const tmp = `${file}.${process.pid}${String(++temporaries).padStart(4, '0')}${randomInt(1e6)}.tmp`;
   writeFileSync(tmp, data);
   renameSync(tmp, file);
 }
 
-/** A file's size and modification time, or null when it is gone. */
-export function stamp(file: string): [number, number] | null {
+/** What a manifest records of a file: its size, modification time and inode (another file under the same name differs). */
+export type Stamp = [size: number, mtimeMs: number, ino: number];
+
+/** A file's stamp, or null when it is gone. */
+export function stamp(file: string): Stamp | null {
   try {
     const st = statSync(file);
-    return [st.size, st.mtimeMs];
+    return [st.size, st.mtimeMs, st.ino];
   } catch {
     return null;
   }
 }
 
 /** The stamps of the files there are (what a manifest records of what a compile read). */
-export function stamps(files: Iterable<string>): [string, number, number][] {
-  return [...files].flatMap((file): [string, number, number][] => {
+export function stamps(files: Iterable<string>): [string, ...Stamp][] {
+  return [...files].flatMap((file): [string, ...Stamp][] => {
     const st = stamp(file);
-    return st ? [[file, st[0], st[1]]] : [];
+    return st ? [[file, ...st]] : [];
   });
 }
 
-/** Whether every file a manifest recorded is still there, with the same size and modification time. */
-export function unchanged(inputs: readonly [string, number, number][]): boolean {
-  for (const [file, size, mtime] of inputs) {
+/** Whether every file a manifest recorded is still there, and the same file, unchanged. */
+export function unchanged(inputs: readonly (readonly [string, ...Stamp])[]): boolean {
+  for (const [file, size, mtime, ino] of inputs) {
     const now = stamp(file);
-    if (now === null || now[0] !== size || now[1] !== mtime) return false;
+    if (now === null || now[0] !== size || now[1] !== mtime || now[2] !== ino) return false;
   }
   return true;
 }

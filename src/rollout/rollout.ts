@@ -23,7 +23,7 @@ import { grade, type Grade } from './grade.js';
 import { buildWorld, EnvironmentError, type World } from './state.js';
 import { bindTools, type Toolbox } from './tools.js';
 import { prepareValidators } from './validate.js';
-import { compiledTaskFiles } from '../typescript.js';
+import { privateFolderPath } from '../pool/private-folder.js';
 import { Trace, round } from './trace.js';
 import { diagnose } from '../inspect/diagnose.js';
 import { outDirAccess } from '../out-dir.js';
@@ -175,14 +175,12 @@ function startRun(options: RolloutOptions, given: Pick<StartedRun, 'agent' | 'en
   const seed = resolveSeed(options.seed, () => randomInt(0, 2 ** 32));
   const strict = options.strict === true || task.strict === true;
 
-  // What the agent's worker must not be able to read: the task file's folder (and the module the
-  // task file was compiled to, kept elsewhere) and the artifacts.
+  // What the agent's worker must not be able to read: the task file's folder, Silo's private
+  // folder (where task files are kept compiled, this one's and every other's) and the artifacts.
   const outRoot = resolve(options.outDir ?? DEFAULT_OUT_DIR);
-  const taskFile = options.taskFile ? resolve(options.taskFile) : undefined;
-  const compiledTasks = taskFile === undefined ? undefined : compiledTaskFiles.get(taskFile);
   const guard = [
-    ...(taskFile ? [{ path: dirname(taskFile), what: "the task file's folder" }] : []),
-    ...(compiledTasks ? [{ path: compiledTasks, what: 'the task file as compiled' }] : []),
+    ...(options.taskFile ? [{ path: dirname(resolve(options.taskFile)), what: "the task file's folder" }] : []),
+    { path: privateFolderPath(), what: "Silo's private folder (task files compiled)" },
     { path: outRoot, what: 'the artifacts folder' },
   ];
   const runId = newId();

@@ -91,7 +91,7 @@ export function prepareValidators(tools: readonly unknown[]): Promise<void> | un
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) continue;
     const schema = effectiveSchema(raw);
     // (a schema the meta-schema refuses is never compiled: compileTool says what is wrong)
-    if (checkSchema(schema) && !validatorReady(JSON.stringify(schema))) needed = true;
+    if (checkSchema(schema) && !validatorReady(schema, JSON.stringify(schema))) needed = true;
   }
   return needed ? compilerNeeded() : undefined;
 }

@@ -140,8 +140,27 @@ function keep(json: string, validate: ValidateFunction): void {
   }
 }
 
-/** Whether the validator of this schema (as JSON) is ready without ajv: made here, or kept. */
-export function validatorReady(json: string): boolean {
+/**
+ * Whether a schema stands alone, so that its JSON says all of what its validator does: no `$id`
+ * (another schema may `$ref` it, which ajv finds only among the schemas it compiled), no `$ref`
+ * outside itself, and no number JSON cannot write (Infinity and NaN would both read `null`).
+ * A schema that does not is compiled by ajv every time, as before.
+ */
+function standsAlone(value: unknown): boolean {
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || value === null) return true;
+  if (Array.isArray(value)) return value.every(standsAlone);
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === '$id') return false;
+    if (key === '$ref' && (typeof inner !== 'string' || !inner.startsWith('#'))) return false;
+    if (!standsAlone(inner)) return false;
+  }
+  return true;
+}
+
+/** Whether the validator of this schema (and its JSON) is ready without ajv: made here, or kept. */
+export function validatorReady(schema: object, json: string): boolean {
+  if (!standsAlone(schema)) return false;
   if (made.has(json)) return true;
   const found = kept(json);
   if (found) made.set(json, found);
@@ -159,6 +178,7 @@ export function compilerNeeded(): Promise<void> | undefined {
  * compile, an unresolvable `$ref` say).
  */
 export function validatorOf(schema: object, json: string): ValidateFunction {
+  if (!standsAlone(schema)) return compilerNow().compile(schema);
   let validate = made.get(json) ?? kept(json);
   if (!validate) {
     validate = compilerNow().compile(schema);

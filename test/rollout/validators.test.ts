@@ -131,4 +131,26 @@ describe('validators kept as code', () => {
     }
     expect(existsSync(file)).toBe(false);
   });
+
+  it("keep nothing for a schema that does not stand alone: one with an $id (others may $ref it), a $ref outside itself, a number JSON cannot write", async () => {
+    const shared = `https://example.test/${randomUUID()}`;
+    const withId = unmet({ $id: shared, type: 'object', properties: { n: { type: 'number', maximum: 100 } } });
+    const referring = unmet({ type: 'object', properties: { inner: { $ref: shared } } });
+    const infinite = unmet({ type: 'object', properties: { n: { type: 'number', maximum: Infinity } } });
+    for (const mod of [await laterCommand(), await laterCommand()]) {
+      const compile = vi.spyOn(Ajv.prototype, 'compile');
+      try {
+        const tools = [tool('shared', withId.schema), tool('refers', referring.schema), tool('infinite', infinite.schema)];
+        expect(mod.prepareValidators(tools)).toBeInstanceOf(Promise);
+        for (const t of tools) mod.compileTool(t, 'e');
+        // The $ref finds the schema ajv compiled in this command, as before validators were kept.
+        expect(mod.validateInput(tools[1]!, 'e', { inner: { n: 101 } })?.message).toContain('must be <= 100');
+        expect(mod.validateInput(tools[1]!, 'e', { inner: { n: 99 } })).toBeNull();
+        expect(compile).toHaveBeenCalledTimes(3);
+      } finally {
+        compile.mockRestore();
+      }
+    }
+    for (const { file } of [withId, referring, infinite]) expect(existsSync(file)).toBe(false);
+  });
 });
