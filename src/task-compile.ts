@@ -19,19 +19,30 @@
  * - Stack traces (a verifier that throws, a file that fails to load) name the TypeScript files and
  *   lines, through Node's source maps, as tsx's did.
  * - Each load is a fresh instance of the module (as tsx's namespaces were).
+ * - In CommonJS code (a `.ts` file of a project without `"type": "module"`, as tsx compiles it),
+ *   an import of a CommonJS package is a require: its `require` export, `exports.default` for a
+ *   default import of one marked `__esModule`, and exports made at run time.
  *
- * What a single module cannot stand for is left to tsx, as before: code that imports a name it
- * computes (`import(name)`, `require(name)`), `import.meta.resolve`, or a file esbuild refuses
- * (tsx then reports the problem as it always has). compileTaskFile returns null for those.
+ * What a single module cannot stand for is left to tsx, as before: code that imports or requires
+ * anything but a quoted name, `import.meta.resolve` or `require.resolve`, a relative import for
+ * its side effects only (`import './setup'`: in one module every package loads before the task's
+ * own code runs), or a file esbuild refuses (tsx then reports the problem as it always has).
+ * compileTaskFile returns null for those.
+ *
+ * The module is used again while every input is as it was when the compile read it: each file
+ * bundled in, the package.json of each package imported (through the node_modules link that leads
+ * to it) and the nearer node_modules folders that had no copy of it, the package.json and
+ * tsconfig.json files from each file's folder up to the root (with the tsconfig files they
+ * extend). Each is stamped before it is read (size, modification time, inode; ABSENT for what was
+ * not there), so a file edited during a compile is compiled again by the next command.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync, utimesSync } from 'node:fs';
-import { isBuiltin } from 'node:module';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PACKAGE_ROOT, SILO_VERSION } from './paths.js';
 import { packageFolder } from './pool/compile.js';
-import { privateFolder, stamp, unchanged, writeAtomically, type Stamp } from './pool/private-folder.js';
+import { ABSENT, privateFolder, stamp, unchanged, writeAtomically, type Stamp } from './pool/private-folder.js';
 import { isTypeScript } from './typescript.js';
 
 /** What a compiled task file's manifest records. */
@@ -88,6 +99,13 @@ const OWN_ENTRIES: Record<string, string> = {
  * (esbuild would bundle a template's matches as they are now, or leave a computed name to be
  * resolved from the private folder), `import.meta.resolve`, `require.resolve`.
  */
+/**
+ * A relative module imported for its side effects only (`import './setup'`): a module that sets
+ * things up for the packages imported after it. In one module, every package is imported before
+ * any of the task's own code runs, so such a file loads through tsx, in Node's order.
+ */
+const SETS_UP = /^\s*import\s*['"]\.{1,2}\//m;
+
 const NEEDS_A_LOADER = /\bimport\s*\((?!\s*(['"])[^'"`\n]*\1\s*[,)])|\brequire\s*\((?!\s*(['"])[^'"`\n]*\2\s*\))|\bimport\.meta\.resolve\b|\brequire\.resolve\b/;
 
 /** Package scopes' module type, by folder: true where a `.js`/`.ts` file is CommonJS. */
@@ -117,9 +135,12 @@ function isCommonJsFile(file: string): boolean {
 
 /** The tsconfig.json (or jsconfig.json) files esbuild reads for a file in `dir`, with those they extend. */
 function tsconfigsFor(dir: string, into: Set<string>): void {
+  // (esbuild looks for the nearest tsconfig.json up to the root, whatever package.json it passes;
+  // a package.json says the folder's module `type` and its `imports`: both change the compile)
   for (let at = dir; ; at = dirname(at)) {
     for (const name of ['tsconfig.json', 'jsconfig.json']) addTsconfig(join(at, name), into);
-    if (stamp(join(at, 'package.json')) !== null || dirname(at) === at) return;
+    into.add(join(at, 'package.json'));
+    if (dirname(at) === at) return;
   }
 }
 
@@ -144,7 +165,7 @@ function addTsconfig(file: string, into: Set<string>): void {
   }
 }
 
-/** Where a package's file could be, from `dir` up (the first that exists is the one). */
+/** Where a package's file could be, from `dir` up (the first that exists is the one: the others, nearer, must stay absent). */
 function nodeModulesCandidates(dir: string, specifier: string): string[] {
   const out: string[] = [];
   for (let at = dir; ; at = dirname(at)) {
@@ -173,11 +194,10 @@ export async function compileTaskFile(path: string): Promise<string | null> {
   if (found !== undefined) return found;
   // What the compile reads, each stamped BEFORE it is read: a file edited while the compile runs
   // then looks changed to the next command, which compiles it again.
-  const inputs = new Map<string, [string, ...Stamp] | null>();
+  const inputs = new Map<string, [string, ...Stamp]>();
   const note = (file: string): void => {
     if (inputs.has(file)) return;
-    const st = stamp(file);
-    inputs.set(file, st ? [file, ...st] : null);
+    inputs.set(file, [file, ...(stamp(file) ?? ABSENT)]);
   };
   note(path);
   const configs = new Set<string>();
@@ -241,11 +261,14 @@ export async function compileTaskFile(path: string): Promise<string | null> {
               const loader = LOADERS[extname(args.path)];
               if (!loader) return undefined;
               const source = readFileSync(args.path, 'utf8');
-              if (NEEDS_A_LOADER.test(source)) refused = true;
+              if (NEEDS_A_LOADER.test(source) || SETS_UP.test(source)) refused = true;
               const meta = `const ${META.url} = ${JSON.stringify(pathToFileURL(args.path).href)}, ${META.filename} = ${JSON.stringify(args.path)}, ${META.dirname} = ${JSON.stringify(dirname(args.path))};`;
               const shebang = source.startsWith('#!') ? source.slice(0, source.indexOf('\n') + 1) : '';
               return { contents: `${shebang}${meta}${source.slice(shebang.length)}`, loader };
             });
+            // Silo's own entry, required: the namespace the command's import of it has.
+            b.onLoad({ filter: /.*/, namespace: 'silo-own' }, (args) => ({ contents: `export * from ${JSON.stringify(pathToFileURL(args.path).href)};`, loader: 'js' }));
+            b.onResolve({ filter: /^file:/ }, (args) => ({ path: args.path, external: true }));
             // A package CommonJS code imports, as CommonJS code gets it: required.
             b.onLoad({ filter: /.*/, namespace: 'silo-require' }, (args) => ({ contents: `module.exports = __siloRequire(${JSON.stringify(args.path)});`, loader: 'js' }));
             // A bare name stays an import of the file Node would load for it from the importer's
@@ -254,26 +277,37 @@ export async function compileTaskFile(path: string): Promise<string | null> {
             b.onResolve({ filter: /^[^./]/ }, async (args) => {
               if (args.pluginData === 'silo-inner' || args.kind === 'entry-point') return undefined;
               // CommonJS code (a .ts file of a project without "type": "module") requires what it imports, as tsx compiles it.
-              const required = args.kind === 'require-call' || (args.kind === 'import-statement' && isCommonJsFile(args.importer));
-              const resolved = await b.resolve(args.path, { kind: required ? 'require-call' : args.kind, resolveDir: args.resolveDir, pluginData: 'silo-inner' });
-              if (resolved.errors.length > 0 || resolved.external || !resolved.path) return undefined;
+              let required = args.kind === 'require-call' || (args.kind === 'import-statement' && isCommonJsFile(args.importer));
+              let resolved = await b.resolve(args.path, { kind: required ? 'require-call' : args.kind, resolveDir: args.resolveDir, pluginData: 'silo-inner' });
+              if (resolved.errors.length > 0 && required && args.kind !== 'require-call') {
+                // (a package that exports only to `import`: imported, never bundled as a second copy)
+                required = false;
+                resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: 'silo-inner' });
+              }
+              // Not found: esbuild fails the compile, and tsx says what is missing.
+              if (resolved.errors.length > 0 || !resolved.path) return undefined;
+              if (resolved.external) return undefined; // one of Node's own modules
+              // The package's manifest, through the link a package manager may have made (a link
+              // pointed elsewhere is another package.json) and where it leads, and the nearer
+              // folders where a copy of it installed later would be found first.
+              for (const candidate of nodeModulesCandidates(args.resolveDir, packageName(args.path))) {
+                if (stamp(candidate) === null) note(candidate);
+                else note(join(candidate, 'package.json'));
+              }
+              if (resolved.path.includes(`${sep}node_modules${sep}`)) note(join(packageFolder(resolved.path), 'package.json'));
               // Silo itself, found in its own sources (tsconfig paths, as in Silo's repository):
               // the built entry this command runs, as Node would resolve the package's name.
               const own = OWN_ENTRIES[args.path];
-              if (own !== undefined && resolved.path.startsWith(`${PACKAGE_ROOT}${sep}`)) return { path: pathToFileURL(own).href, external: true };
-              if (isTypeScript(resolved.path) || resolved.path.endsWith('.json')) return { path: resolved.path };
-              // The package's manifest, through the link a package manager may have made (a link
-              // pointed elsewhere is another package.json) and where it leads.
-              if (!isBuiltin(args.path)) {
-                const link = nodeModulesCandidates(args.resolveDir, packageName(args.path)).find((c) => stamp(c) !== null);
-                if (link) note(join(link, 'package.json'));
-                if (resolved.path.includes(`${sep}node_modules${sep}`)) note(join(packageFolder(resolved.path), 'package.json'));
-              }
-              if (args.kind === 'require-call') return { path: resolved.path, external: true };
-              // (an ES module package is imported as such: Node 20 cannot require it)
-              if (required && isCommonJsFile(resolved.path)) return { path: resolved.path, namespace: 'silo-require' };
+              const target = own !== undefined && resolved.path.startsWith(`${PACKAGE_ROOT}${sep}`) ? own : resolved.path;
+              if (target === resolved.path && (isTypeScript(target) || target.endsWith('.json'))) return { path: target };
+              // (Silo required: its module namespace, imported; Node 20 before 20.19 cannot require an ES module)
+              if (args.kind === 'require-call' && target === own) return { path: own, namespace: 'silo-own' };
+              if (args.kind === 'require-call') return { path: target, external: true };
+              // (an ES module package stays an import: Node 20 before 20.19 cannot require it; one with
+              // side effects then runs before the CommonJS packages imported ahead of it)
+              if (required && isCommonJsFile(target)) return { path: target, namespace: 'silo-require' };
               // (an import takes a URL: a path may hold a '#' or a '%')
-              return { path: pathToFileURL(resolved.path).href, external: true };
+              return { path: pathToFileURL(target).href, external: true };
             });
           },
         },
@@ -290,8 +324,8 @@ export async function compileTaskFile(path: string): Promise<string | null> {
   for (const input of Object.keys(result.metafile?.inputs ?? {})) if (!input.includes(':')) note(resolve(input));
   try {
     writeAtomically(file, code);
-    // (a file stamped as missing, a tsconfig.json say, is not recorded: one that appears later is not noticed)
-    const manifest: Manifest = { version: COMPILER, key, file, inputs: [...inputs.values()].filter((i) => i !== null) };
+    // (a file that was missing, a tsconfig.json say, is recorded ABSENT: one that appears is a change)
+    const manifest: Manifest = { version: COMPILER, key, file, inputs: [...inputs.values()] };
     writeAtomically(manifestFile(path), JSON.stringify(manifest));
   } catch {
     // not kept: compiled again next time (the module, if written, is still loaded)

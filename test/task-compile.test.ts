@@ -325,4 +325,84 @@ export default defineTask({ id: 'cjs', environment: env, instruction: [grade(), 
     expect(load(m, 'tasks.ts', 'tasks[0].instruction')).toBe('default esm scored 5');
     expect(compiledFiles(m)).toHaveLength(1);
   });
+
+  it("is compiled again when what resolves its imports changes: the project's package.json, a nearer copy of a package, a tsconfig.json above it", () => {
+    const p = project('module', {
+      'proj/package.json': JSON.stringify({ name: 'proj', type: 'module', imports: { '#grade': './grade-v1.ts' } }),
+      'proj/tasks.ts': `import { defineTask, defineEnvironment } from 'silo';
+import { grade } from '#grade';
+import { copy } from 'grader';
+import { v } from '@v/which';
+const env = defineEnvironment({ name: 'c', createState: () => ({}), tools: [] });
+export default defineTask({ id: 'r', environment: env, instruction: [grade, copy, v].join(' '), verify: () => [] });
+`,
+      'proj/grade-v1.ts': "export const grade = 'v1';\n",
+      'proj/grade-v2.ts': "export const grade = 'v2';\n",
+      // A copy hoisted above the project (a workspace's root), and a tsconfig.json above its package.json.
+      'node_modules/grader/package.json': JSON.stringify({ name: 'grader', main: 'index.js' }),
+      'node_modules/grader/index.js': "exports.copy = 'hoisted';\n",
+      'tsconfig.json': JSON.stringify({ compilerOptions: { baseUrl: '.', paths: { '@v/*': ['proj/v1/*'] } } }),
+      'proj/v1/which.ts': "export const v = 'paths-1';\n",
+      'proj/v2/which.ts': "export const v = 'paths-2';\n",
+    });
+    mkdirSync(join(p.dir, 'proj', 'node_modules'));
+    symlinkSync(resolve('.'), join(p.dir, 'proj', 'node_modules', 'silo'));
+    const later = (file: string, text: string) => {
+      writeFileSync(file, text);
+      utimesSync(file, new Date(Date.now() + 5000), new Date(Date.now() + 5000));
+    };
+    const instruction = () => load(p, 'proj/tasks.ts', 'tasks[0].instruction');
+    expect(instruction()).toBe('v1 hoisted paths-1');
+    later(join(p.dir, 'proj', 'package.json'), JSON.stringify({ name: 'proj', type: 'module', imports: { '#grade': './grade-v2.ts' } }));
+    expect(instruction()).toBe('v2 hoisted paths-1');
+    mkdirSync(join(p.dir, 'proj', 'node_modules', 'grader'));
+    writeFileSync(join(p.dir, 'proj', 'node_modules', 'grader', 'package.json'), JSON.stringify({ name: 'grader', main: 'index.js' }));
+    writeFileSync(join(p.dir, 'proj', 'node_modules', 'grader', 'index.js'), "exports.copy = 'local';\n");
+    expect(instruction()).toBe('v2 local paths-1');
+    later(join(p.dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { baseUrl: '.', paths: { '@v/*': ['proj/v2/*'] } } }));
+    expect(instruction()).toBe('v2 local paths-2');
+    expect(compiledFiles(p)).toHaveLength(4);
+  });
+
+  it("takes require('silo') as the command's copy, one instance of an import-only package, and leaves a set-up import to tsx", () => {
+    const p = project('commonjs', {
+      'tasks.cts': `const { defineTask, defineEnvironment, SiloError } = require('silo');
+const env = defineEnvironment({ name: 'c', createState: () => ({}), tools: [] });
+module.exports = [defineTask({ id: 'rq', environment: env, instruction: String(SiloError === globalThis.__commandSiloError), verify: () => [] })];
+`,
+      'state.ts': `import { state } from 'only-import';
+import { seen } from './reader.mjs';
+state.n = 42;
+export const same = seen();
+`,
+      'reader.mjs': "import { state } from 'only-import';\nexport const seen = () => state.n;\n",
+      'only.ts': `import { defineTask, defineEnvironment } from 'silo';
+import { same } from './state';
+const env = defineEnvironment({ name: 'c', createState: () => ({}), tools: [] });
+export default defineTask({ id: 'one', environment: env, instruction: String(same), verify: () => [] });
+`,
+      'node_modules/only-import/package.json': JSON.stringify({ name: 'only-import', type: 'module', exports: { import: './index.js' } }),
+      'node_modules/only-import/index.js': 'export const state = { n: 0 };\n',
+      'setup.ts': `import { defineTask, defineEnvironment } from 'silo';
+import './setup-env';
+import { key } from 'readsenv';
+const env = defineEnvironment({ name: 'c', createState: () => ({}), tools: [] });
+export default defineTask({ id: 'setup', environment: env, instruction: key, verify: () => [] });
+`,
+      'setup-env.ts': "process.env.SILO_TEST_SETUP = 'from-setup';\n",
+      'node_modules/readsenv/package.json': JSON.stringify({ name: 'readsenv', main: 'index.js' }),
+      'node_modules/readsenv/index.js': "exports.key = process.env.SILO_TEST_SETUP ?? 'unset';\n",
+    });
+    const script = (file: string) => `
+      const { SiloError } = await import(${JSON.stringify(pathToFileURL(resolve('dist/bundle/index.js')).href)});
+      globalThis.__commandSiloError = SiloError;
+      const { loadTasks } = await import(${JSON.stringify(pathToFileURL(resolve('dist/src/load.js')).href)});
+      console.log((await loadTasks([${JSON.stringify(join(p.dir, file))}]))[0].task.instruction);`;
+    const run = (file: string) => execFileSync(process.execPath, ['--input-type=module', '-e', script(file)], { cwd: p.dir, encoding: 'utf8', env: { ...PLAIN_ENV, TMPDIR: p.tmp } }).trim();
+    expect(run('tasks.cts')).toBe('true');
+    expect(run('only.ts')).toBe('42');
+    expect(compiledFiles(p)).toHaveLength(2);
+    expect(run('setup.ts')).toBe('from-setup');
+    expect(compiledFiles(p)).toHaveLength(2);
+  });
 });

@@ -116,11 +116,19 @@ export function stamps(files: Iterable<string>): [string, ...Stamp][] {
   });
 }
 
-/** Whether every file a manifest recorded is still there, and the same file, unchanged. */
+/** How a manifest records a file that was not there (and must still not be). */
+export const ABSENT: Stamp = [-1, 0, 0];
+
+/**
+ * Whether every file a manifest recorded is still there, and the same file, unchanged (and every
+ * one recorded ABSENT still absent).
+ */
 export function unchanged(inputs: readonly (readonly [string, ...Stamp])[]): boolean {
   for (const [file, size, mtime, ino] of inputs) {
     const now = stamp(file);
-    if (now === null || now[0] !== size || now[1] !== mtime || now[2] !== ino) return false;
+    if (size === ABSENT[0]) {
+      if (now !== null) return false;
+    } else if (now === null || now[0] !== size || now[1] !== mtime || now[2] !== ino) return false;
   }
   return true;
 }
