@@ -42,7 +42,7 @@ import { dirname, extname, join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PACKAGE_ROOT, SILO_VERSION } from './paths.js';
 import { packageFolder } from './pool/compile.js';
-import { ABSENT, privateFolder, stamp, unchanged, writeAtomically, type Stamp } from './pool/private-folder.js';
+import { ABSENT, privateSubfolder, stamp, unchanged, writeAtomically, type Stamp } from './pool/private-folder.js';
 import { isTypeScript } from './typescript.js';
 
 /** What a compiled task file's manifest records. */
@@ -63,7 +63,7 @@ function versionKey(path: string): string {
 /** Where the manifest of the task file at `path` is. */
 function manifestFile(path: string): string {
   const id = createHash('sha256').update(`tasks\u0000${path}\u0000${SILO_VERSION}\u0000${PACKAGE_ROOT}\u0000${process.version}`).digest('hex').slice(0, 24);
-  return join(privateFolder(), `${id}.prepared.json`);
+  return join(privateSubfolder('tasks'), `${id}.prepared.json`);
 }
 
 /** The module compiled by an earlier command, if none of its inputs changed since. */
@@ -210,7 +210,7 @@ export async function compileTaskFile(path: string): Promise<string | null> {
   configsFor(dirname(path));
   for (const file of configs) note(file);
   const esbuild = await import('esbuild');
-  const dir = privateFolder();
+  const dir = privateSubfolder('tasks');
   const tag = createHash('sha256').update(key).digest('hex').slice(0, 12);
   const META = { url: `__siloTaskUrl_${tag}`, filename: `__siloTaskFilename_${tag}`, dirname: `__siloTaskDirname_${tag}` };
   let refused = false;

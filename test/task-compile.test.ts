@@ -5,7 +5,7 @@
  * private folder of its own (TMPDIR) where nothing is compiled yet.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -44,8 +44,8 @@ function load(p: { dir: string; tmp: string }, file: string, expr: string): unkn
 
 /** The compiled task files in the project's private folder. */
 function compiledFiles(p: { tmp: string }): string[] {
-  const dir = join(p.tmp, `silo-agents-${process.getuid?.() ?? 'user'}`);
-  return readdirSync(dir).filter((name) => name.endsWith('.tasks.mjs'));
+  const dir = join(p.tmp, `silo-agents-${process.getuid?.() ?? 'user'}`, 'tasks');
+  return existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith('.tasks.mjs')) : [];
 }
 
 const ENVIRONMENT = `import { readFileSync } from 'node:fs';

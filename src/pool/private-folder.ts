@@ -31,6 +31,20 @@ export function privateFolder(): string {
   return dir;
 }
 
+/** The parts of the private folder that are not compiled agents' (no agent's worker is ever granted a file in them). */
+const SUBFOLDERS = ['tasks', 'validators'] as const;
+
+/**
+ * A folder of the private folder's own (made if missing): `tasks` for compiled task files (they
+ * hold what agents must never read: the verifiers and their data), `validators` for tool
+ * validators' code. Files in them are removed as compiled agents are.
+ */
+export function privateSubfolder(name: (typeof SUBFOLDERS)[number]): string {
+  const dir = join(privateFolder(), name);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
+
 /** Whether this process has looked at clearing out old compiled agents yet (once is enough). */
 let pruned = false;
 
@@ -49,6 +63,7 @@ function pruneDaily(dir: string, now: number): void {
     // never pruned (or the stamp is gone): now
   }
   pruneCompiledAgents(dir, now);
+  for (const name of SUBFOLDERS) pruneCompiledAgents(join(dir, name), now);
   try {
     writeFileSync(stamp, '');
     const at = new Date(now);

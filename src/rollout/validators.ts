@@ -19,7 +19,7 @@ import type { ValidateFunction } from 'ajv';
 import equalModule from 'ajv/dist/runtime/equal.js';
 import ucs2lengthModule from 'ajv/dist/runtime/ucs2length.js';
 import { SILO_VERSION } from '../paths.js';
-import { privateFolder, writeAtomically } from '../pool/private-folder.js';
+import { privateSubfolder, writeAtomically } from '../pool/private-folder.js';
 import { AJV_VERSION } from './meta-schema.js';
 
 /** What compiles schemas: one ajv, with the options validation has always had. */
@@ -107,7 +107,7 @@ const made = new Map<string, ValidateFunction>();
 export function codeFile(json: string): string | undefined {
   let dir: string;
   try {
-    dir = privateFolder();
+    dir = privateSubfolder('validators');
   } catch {
     return undefined; // not private: nothing kept, nothing run from it
   }

@@ -108,7 +108,7 @@ describe('the module graph of a command', () => {
     const first = await graph(args, { TMPDIR: tmp });
     expect(first.code).toBe(0);
     expect(ajvCompiler(first)).not.toEqual([]);
-    expect(readdirSync(join(tmp, `silo-agents-${process.getuid?.() ?? 'user'}`)).filter((name) => name.startsWith('validator-'))).not.toEqual([]);
+    expect(readdirSync(join(tmp, `silo-agents-${process.getuid?.() ?? 'user'}`, 'validators')).filter((name) => name.startsWith('validator-'))).not.toEqual([]);
     const second = await graph(args, { TMPDIR: tmp });
     expect(second.stderr).not.toMatch(/internal error/);
     expect(second.code).toBe(0);

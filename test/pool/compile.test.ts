@@ -1,7 +1,7 @@
 /** Compiled TypeScript agents do not pile up in the temporary folder: old ones are removed. */
 import { mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { pruneCompiledAgents } from '../../src/pool/private-folder.js';
 import { tempDir } from '../helpers.js';
 
@@ -21,5 +21,30 @@ describe('pruneCompiledAgents', () => {
     }
     pruneCompiledAgents(dir, now);
     expect(readdirSync(dir).sort()).toEqual(['old-but-not-ours.txt', 'young.mjs']);
+  });
+
+  it("clears out the private folder's tasks and validators folders too, once a day", async () => {
+    const tmp = join(home.dir, 'tmp');
+    const folder = join(tmp, `silo-agents-${process.getuid?.() ?? 'user'}`);
+    const now = Date.now();
+    const old = new Date(now - 40 * 24 * 3600 * 1000);
+    for (const sub of ['tasks', 'validators']) {
+      mkdirSync(join(folder, sub), { recursive: true, mode: 0o700 });
+      for (const name of ['old.tasks.mjs', 'old.prepared.json', 'validator-old.cjs']) {
+        writeFileSync(join(folder, sub, name), '');
+        utimesSync(join(folder, sub, name), old, old);
+      }
+      writeFileSync(join(folder, sub, 'young.tasks.mjs'), '');
+    }
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = tmp;
+    try {
+      vi.resetModules();
+      const { privateSubfolder } = await import('../../src/pool/private-folder.js');
+      privateSubfolder('tasks');
+    } finally {
+      process.env.TMPDIR = saved;
+    }
+    for (const sub of ['tasks', 'validators']) expect(readdirSync(join(folder, sub))).toEqual(['young.tasks.mjs']);
   });
 });

@@ -42,7 +42,10 @@ const FORMS: { name: string; how: string; file: string | RegExp; marker: string 
   { name: 'alias/agent.ts', how: 'a tsconfig paths alias pointing outside', file: join(helpdesk, 'data.json'), marker: 'dana.reyes@acme.test' },
 ];
 
-/** The compiled modules written since `since` (ms). */
+/**
+ * The compiled agents written since `since` (ms): the files of the private folder itself (task files
+ * compiled, which hold the tasks by design, are in its tasks/ folder, which no worker may read).
+ */
 function compiledSince(since: number): string[] {
   let names: string[];
   try {
@@ -50,7 +53,7 @@ function compiledSince(since: number): string[] {
   } catch {
     return [];
   }
-  return names.map((n) => join(compileDir, n)).filter((f) => statSync(f).mtimeMs >= since - 1_000);
+  return names.map((n) => join(compileDir, n)).filter((f) => statSync(f).isFile() && statSync(f).mtimeMs >= since - 1_000);
 }
 
 describe('compiling a TypeScript agent', () => {
