@@ -49,7 +49,8 @@ import { isTypeScript } from './typescript.js';
 interface Manifest {
   version: number;
   key: string;
-  file: string;
+  /** The compiled module, or null: the file loads through tsx (see NEEDS_A_LOADER). */
+  file: string | null;
   /** Every input (and the package.json of every package left an import), stamped before it was read. */
   inputs: [string, ...Stamp][];
 }
@@ -66,15 +67,19 @@ function manifestFile(path: string): string {
   return join(privateSubfolder('tasks'), `${id}.prepared.json`);
 }
 
-/** The module compiled by an earlier command, if none of its inputs changed since. */
-function stored(path: string, key: string): string | undefined {
+/**
+ * What an earlier command made of the task file, if none of its inputs changed since: the module
+ * to import, or null where it was left to tsx (declined: compiling again would decline again).
+ */
+function stored(path: string, key: string): string | null | undefined {
   let manifest: Manifest;
   try {
     manifest = JSON.parse(readFileSync(manifestFile(path), 'utf8')) as Manifest;
   } catch {
     return undefined;
   }
-  if (manifest.version !== COMPILER || manifest.key !== key || stamp(manifest.file) === null || !unchanged(manifest.inputs)) return undefined;
+  if (manifest.version !== COMPILER || manifest.key !== key || (manifest.file !== null && stamp(manifest.file) === null) || !unchanged(manifest.inputs)) return undefined;
+  if (manifest.file === null) return null;
   // In use: kept young (files of the private folder not written for a month are removed).
   try {
     const now = new Date();
@@ -182,14 +187,33 @@ function packageName(specifier: string): string {
 }
 
 /** A version of this module's logic: a change to what it writes compiles every task file again. */
-const COMPILER = 2;
+const COMPILER = 3;
+
+/**
+ * The export conditions Node resolves packages with here, besides `import`/`require`, `node` and
+ * `default`: `module-sync` where Node can require ES modules (20.19 on), and the user's own
+ * (`--conditions`/`-C`, on the command line or in NODE_OPTIONS: a monorepo's "source" condition, say).
+ */
+function nodeConditions(): string[] {
+  const out: string[] = [];
+  if ((process.features as { require_module?: boolean }).require_module === true) out.push('module-sync');
+  const args = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const inline = /^(?:--conditions|-C)=(.+)$/.exec(arg)?.[1];
+    if (inline !== undefined) out.push(inline);
+    else if ((arg === '--conditions' || arg === '-C') && args[i + 1] !== undefined) out.push(args[++i]!);
+  }
+  return [...new Set(out)];
+}
 
 /**
  * The task file at `path` compiled (or as compiled before): the file to import, or null when tsx
  * must load it (see the file comment). Throws only what the private folder throws.
  */
 export async function compileTaskFile(path: string): Promise<string | null> {
-  const key = versionKey(path);
+  const conditions = nodeConditions();
+  const key = `${versionKey(path)}\u0000${conditions.join(',')}`;
   const found = stored(path, key);
   if (found !== undefined) return found;
   // What the compile reads, each stamped BEFORE it is read: a file edited while the compile runs
@@ -213,8 +237,8 @@ export async function compileTaskFile(path: string): Promise<string | null> {
   const dir = privateSubfolder('tasks');
   const tag = createHash('sha256').update(key).digest('hex').slice(0, 12);
   const META = { url: `__siloTaskUrl_${tag}`, filename: `__siloTaskFilename_${tag}`, dirname: `__siloTaskDirname_${tag}` };
-  let refused = false;
-  let result: Awaited<ReturnType<typeof esbuild.build>>;
+  let declined = false;
+  let result: Awaited<ReturnType<typeof esbuild.build>> | undefined;
   try {
     result = await esbuild.build({
       entryPoints: [path],
@@ -228,7 +252,7 @@ export async function compileTaskFile(path: string): Promise<string | null> {
       platform: 'node',
       target: `node${process.versions.node.split('.')[0]}`,
       // Node's own resolution: no bundler-only `module` condition or field.
-      conditions: [],
+      conditions,
       mainFields: ['main'],
       // require() in the task's code (a CommonJS .ts file, `import x = require()`) loads the pinned
       // files; so do the imports of packages by CommonJS code (silo-require, below).
@@ -261,7 +285,7 @@ export async function compileTaskFile(path: string): Promise<string | null> {
               const loader = LOADERS[extname(args.path)];
               if (!loader) return undefined;
               const source = readFileSync(args.path, 'utf8');
-              if (NEEDS_A_LOADER.test(source) || SETS_UP.test(source)) refused = true;
+              if (NEEDS_A_LOADER.test(source) || SETS_UP.test(source)) declined = true;
               const meta = `const ${META.url} = ${JSON.stringify(pathToFileURL(args.path).href)}, ${META.filename} = ${JSON.stringify(args.path)}, ${META.dirname} = ${JSON.stringify(dirname(args.path))};`;
               const shebang = source.startsWith('#!') ? source.slice(0, source.indexOf('\n') + 1) : '';
               return { contents: `${shebang}${meta}${source.slice(shebang.length)}`, loader };
@@ -274,6 +298,27 @@ export async function compileTaskFile(path: string): Promise<string | null> {
             // A bare name stays an import of the file Node would load for it from the importer's
             // folder, unless that file is TypeScript (Node could not load it) or JSON (an import of
             // it needs an attribute esbuild does not keep): then it is compiled in.
+            // A relative import: a `.js` name stands for the TypeScript file next to it first (as
+            // tsx reads it); the path as written (through any link) is an input too, so a link
+            // pointed elsewhere, or a .ts file added next to a .js one, is a change.
+            b.onResolve({ filter: /^\.\.?\// }, async (args) => {
+              if (args.pluginData === 'silo-inner' || args.namespace !== 'file') return undefined;
+              const written = resolve(args.resolveDir, args.path);
+              const js = /\.(m|c)?jsx?$/.exec(written);
+              if (js) {
+                const stem = written.slice(0, -js[0].length);
+                const sources = js[1] === 'm' ? ['.mts'] : js[1] === 'c' ? ['.cts'] : ['.ts', '.tsx'];
+                for (const ext of sources) {
+                  note(stem + ext);
+                  if (stamp(stem + ext) !== null) return { path: stem + ext };
+                }
+              }
+              const resolved = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: 'silo-inner' });
+              if (resolved.errors.length > 0 || !resolved.path) return undefined;
+              if (!js) note(written + extname(resolved.path));
+              note(written);
+              return { path: resolved.path, external: resolved.external };
+            });
             b.onResolve({ filter: /^[^./]/ }, async (args) => {
               if (args.pluginData === 'silo-inner' || args.kind === 'entry-point') return undefined;
               // CommonJS code (a .ts file of a project without "type": "module") requires what it imports, as tsx compiles it.
@@ -284,8 +329,12 @@ export async function compileTaskFile(path: string): Promise<string | null> {
                 required = false;
                 resolved = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: 'silo-inner' });
               }
-              // Not found: esbuild fails the compile, and tsx says what is missing.
-              if (resolved.errors.length > 0 || !resolved.path) return undefined;
+              // Not found (an optional package, say, required in a try): left to tsx, which finds
+              // it from the file's folder once it is installed.
+              if (resolved.errors.length > 0 || !resolved.path) {
+                declined = true;
+                return undefined;
+              }
               if (resolved.external) return undefined; // one of Node's own modules
               // The package's manifest, through the link a package manager may have made (a link
               // pointed elsewhere is another package.json) and where it leads, and the nearer
@@ -314,9 +363,17 @@ export async function compileTaskFile(path: string): Promise<string | null> {
       ],
     });
   } catch {
-    return null; // tsx reports what esbuild refused, as it always has
+    declined = true; // tsx reports what esbuild refused, as it always has
   }
-  if (refused) return null;
+  if (declined || result === undefined) {
+    // Remembered, so that later commands go to tsx at once (until an input changes).
+    try {
+      writeAtomically(manifestFile(path), JSON.stringify({ version: COMPILER, key, file: null, inputs: [...inputs.values()] } satisfies Manifest));
+    } catch {
+      // decided again next time
+    }
+    return null;
+  }
   const code = result.outputFiles?.find((o) => !o.path.endsWith('.map'))?.text ?? '';
   const name = createHash('sha256').update(key).update(code).digest('hex').slice(0, 24);
   const file = join(dir, `${name}.tasks.mjs`);

@@ -5,7 +5,7 @@
  * private folder of its own (TMPDIR) where nothing is compiled yet.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -19,8 +19,9 @@ let projects = 0;
 
 /** A project with `files` (path → text), Silo installed (linked), and a private folder of its own. */
 function project(type: 'module' | 'commonjs', files: Record<string, string>): { dir: string; tmp: string } {
-  const dir = join(root.dir, `p${projects++}`);
-  const tmp = join(dir, '.tmp');
+  const dir = join(root.dir, `p${projects}`);
+  // (outside the project, as the system's temporary folder is: nothing there resolves from it)
+  const tmp = join(root.dir, `tmp${projects++}`);
   mkdirSync(join(dir, 'node_modules'), { recursive: true });
   mkdirSync(tmp);
   symlinkSync(resolve('.'), join(dir, 'node_modules', 'silo'));
@@ -404,5 +405,90 @@ export default defineTask({ id: 'setup', environment: env, instruction: key, ver
     expect(compiledFiles(p)).toHaveLength(2);
     expect(run('setup.ts')).toBe('from-setup');
     expect(compiledFiles(p)).toHaveLength(2);
+  });
+
+  it('reads the TypeScript file a .js import names when both are there, and follows links and export conditions as Node does', () => {
+    const p = project('module', {
+      'evals/tasks.ts': `import { defineTask } from 'silo';
+import { env, which } from './environment.js';
+import { a } from './lib/a.ts';
+import { flavour } from 'conditional';
+export default defineTask({ id: 'c', environment: env, instruction: [which, a, flavour].join(' '), verify: () => [] });
+`,
+      'evals/environment.ts': `import { defineEnvironment } from 'silo';
+export const env = defineEnvironment({ name: 'c', createState: () => ({}), tools: [] });
+export const which = 'ts';
+`,
+      // What tsc leaves next to its source without an outDir: stale.
+      'evals/environment.js': "export const env = {}; export const which = 'stale js';\n",
+      'lib-v1/a.ts': "export const a = 'a-v1';\n",
+      'lib-v2/a.ts': "export const a = 'a-v2';\n",
+      'node_modules/conditional/package.json': JSON.stringify({ name: 'conditional', exports: { source: './source.js', default: './built.js' }, type: 'module' }),
+      'node_modules/conditional/source.js': "export const flavour = 'source';\n",
+      'node_modules/conditional/built.js': "export const flavour = 'built';\n",
+    });
+    symlinkSync(join(p.dir, 'lib-v1'), join(p.dir, 'evals', 'lib'));
+    const instruction = (env: Record<string, string> = {}) =>
+      execFileSync(
+        process.execPath,
+        ['--input-type=module', '-e', `const { loadTasks } = await import(${JSON.stringify(pathToFileURL(resolve('dist/src/load.js')).href)}); console.log((await loadTasks([${JSON.stringify(join(p.dir, 'evals', 'tasks.ts'))}]))[0].task.instruction);`],
+        { cwd: p.dir, encoding: 'utf8', env: { ...PLAIN_ENV, TMPDIR: p.tmp, ...env } },
+      ).trim();
+    expect(instruction()).toBe('ts a-v1 built');
+    expect(instruction({ NODE_OPTIONS: '--conditions=source' })).toBe('ts a-v1 source');
+    expect(instruction()).toBe('ts a-v1 built');
+    const env = join(p.dir, 'evals', 'environment.ts');
+    writeFileSync(env, readFileSync(env, 'utf8').replace("'ts'", "'ts, edited'"));
+    utimesSync(env, new Date(Date.now() + 5000), new Date(Date.now() + 5000));
+    expect(instruction()).toBe('ts, edited a-v1 built');
+    rmSync(join(p.dir, 'evals', 'lib'));
+    symlinkSync(join(p.dir, 'lib-v2'), join(p.dir, 'evals', 'lib'));
+    expect(instruction()).toBe('ts, edited a-v2 built');
+  });
+
+  it('remembers a file it leaves to tsx (no compile each time), and leaves to tsx an optional package it cannot find', () => {
+    const p = project('commonjs', {
+      'tasks.ts': `import { defineTask, defineEnvironment } from 'silo';
+import './setup';
+let extra = 'none';
+try {
+  extra = require('optional-extra').name;
+} catch {
+  // not installed
+}
+const env = defineEnvironment({ name: 'c', createState: () => ({}), tools: [] });
+export default defineTask({ id: 'o', environment: env, instruction: extra, verify: () => [] });
+`,
+      'setup.ts': 'export {};\n',
+    });
+    const run = () => {
+      const modules = join(p.dir, `modules-${Math.random()}.txt`);
+      const out = execFileSync(
+        process.execPath,
+        ['--import', resolve('test/cli/record-modules.mjs'), '--input-type=module', '-e', `const { loadTasks } = await import(${JSON.stringify(pathToFileURL(resolve('dist/src/load.js')).href)}); console.log((await loadTasks([${JSON.stringify(join(p.dir, 'tasks.ts'))}]))[0].task.instruction);`],
+        { cwd: p.dir, encoding: 'utf8', env: { ...PLAIN_ENV, TMPDIR: p.tmp, SILO_TEST_MODULES: modules } },
+      ).trim();
+      return { out, tsx: readFileSync(modules, 'utf8').includes('/tsx/') };
+    };
+    const manifests = () => {
+      const dir = join(p.tmp, `silo-agents-${process.getuid?.() ?? 'user'}`, 'tasks');
+      return readdirSync(dir)
+        .filter((name) => name.endsWith('.prepared.json'))
+        .map((name) => ({ name, written: statSync(join(dir, name)).mtimeMs, file: (JSON.parse(readFileSync(join(dir, name), 'utf8')) as { file: string | null }).file }));
+    };
+    expect(run().out).toBe('none');
+    const first = manifests();
+    expect(first).toEqual([expect.objectContaining({ file: null })]);
+    // (tsx loads esbuild too: what shows that no compile ran is that nothing was written again)
+    expect(run().out).toBe('none');
+    expect(manifests()).toEqual(first);
+    expect(compiledFiles(p)).toHaveLength(0);
+    // Without the set-up import, the optional package still cannot be compiled in: tsx finds it once installed.
+    writeFileSync(join(p.dir, 'tasks.ts'), readFileSync(join(p.dir, 'tasks.ts'), 'utf8').replace("import './setup';\n", ''));
+    expect(run().out).toBe('none');
+    mkdirSync(join(p.dir, 'node_modules', 'optional-extra'));
+    writeFileSync(join(p.dir, 'node_modules', 'optional-extra', 'package.json'), JSON.stringify({ name: 'optional-extra', main: 'index.js' }));
+    writeFileSync(join(p.dir, 'node_modules', 'optional-extra', 'index.js'), "exports.name = 'here';\n");
+    expect(run().out).toBe('here');
   });
 });

@@ -113,11 +113,14 @@ export function writeAtomically(file: string, data: string | Uint8Array): void {
 /** What a manifest records of a file: its size, modification time and inode (another file under the same name differs). */
 export type Stamp = [size: number, mtimeMs: number, ino: number];
 
-/** A file's stamp, or null when it is gone. */
+/** How a manifest records a folder: by its inode alone (what is in it is recorded file by file). */
+const FOLDER = -2;
+
+/** A file's stamp (a folder's: FOLDER and its inode, so that a link pointed at another is a change), or null when it is gone. */
 export function stamp(file: string): Stamp | null {
   try {
     const st = statSync(file);
-    return [st.size, st.mtimeMs, st.ino];
+    return st.isDirectory() ? [FOLDER, 0, st.ino] : [st.size, st.mtimeMs, st.ino];
   } catch {
     return null;
   }
