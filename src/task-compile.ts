@@ -33,8 +33,12 @@
  * bundled in, the package.json of each package imported (through the node_modules link that leads
  * to it) and the nearer node_modules folders that had no copy of it, the package.json and
  * tsconfig.json files from each file's folder up to the root (with the tsconfig files they
- * extend). Each is stamped before it is read (size, modification time, inode; ABSENT for what was
- * not there), so a file edited during a compile is compiled again by the next command.
+ * extend), and for each relative import the names tried before the one found (a `.ts` added next
+ * to the `.js` an import without an extension found is a change). Each is stamped before it is
+ * read (size, modification time, inode, change time; ABSENT for what was not there), so a file
+ * edited during a compile is compiled again by the next command. Not noticed: a file that appears
+ * ahead of what a tsconfig `paths` alias or `baseUrl` found (an earlier target of the alias, a
+ * file of the project's shadowing a package).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync, utimesSync } from 'node:fs';
@@ -92,6 +96,9 @@ function stored(path: string, key: string): string | null | undefined {
 
 /** esbuild's loader for a module of the task file's own, by extension. */
 const LOADERS: Record<string, 'ts' | 'tsx' | 'js' | 'jsx'> = { '.ts': 'ts', '.mts': 'ts', '.cts': 'ts', '.tsx': 'tsx', '.js': 'js', '.mjs': 'js', '.cjs': 'js', '.jsx': 'jsx' };
+
+/** What a relative name without an extension is tried with, in order (TypeScript's: .ts before .tsx, as tsx takes it). */
+const EXTENSIONS = ['.ts', '.tsx', '.mts', '.cts', '.js', '.jsx', '.mjs', '.cjs', '.json'];
 
 /** The package's entry points, built (what its package.json exports). */
 const OWN_ENTRIES: Record<string, string> = {
@@ -187,7 +194,7 @@ function packageName(specifier: string): string {
 }
 
 /** A version of this module's logic: a change to what it writes compiles every task file again. */
-const COMPILER = 3;
+const COMPILER = 4;
 
 /**
  * The export conditions Node resolves packages with here, besides `import`/`require`, `node` and
@@ -253,6 +260,8 @@ export async function compileTaskFile(path: string): Promise<string | null> {
       target: `node${process.versions.node.split('.')[0]}`,
       // Node's own resolution: no bundler-only `module` condition or field.
       conditions,
+      // (TypeScript's order for a name without an extension, as tsx takes it: .ts before .tsx)
+      resolveExtensions: EXTENSIONS,
       mainFields: ['main'],
       // require() in the task's code (a CommonJS .ts file, `import x = require()`) loads the pinned
       // files; so do the imports of packages by CommonJS code (silo-require, below).
@@ -315,8 +324,24 @@ export async function compileTaskFile(path: string): Promise<string | null> {
               }
               const resolved = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: 'silo-inner' });
               if (resolved.errors.length > 0 || !resolved.path) return undefined;
-              if (!js) note(written + extname(resolved.path));
               note(written);
+              if (!js) {
+                // The names found before the one taken, recorded ABSENT: one that appears (a .ts
+                // next to a .js, an index.ts next to an index.js, lib.ts next to lib/) is a change.
+                const taken = resolved.path;
+                const ahead = (stem: string): void => {
+                  for (const ext of EXTENSIONS) {
+                    if (stem + ext === taken) return;
+                    note(stem + ext);
+                  }
+                };
+                ahead(written);
+                if (taken.startsWith(`${written}${sep}`)) {
+                  note(join(written, 'package.json'));
+                  ahead(join(written, 'index'));
+                }
+                note(written + extname(taken));
+              }
               return { path: resolved.path, external: resolved.external };
             });
             b.onResolve({ filter: /^[^./]/ }, async (args) => {

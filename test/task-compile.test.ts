@@ -491,4 +491,34 @@ export default defineTask({ id: 'o', environment: env, instruction: extra, verif
     writeFileSync(join(p.dir, 'node_modules', 'optional-extra', 'index.js'), "exports.name = 'here';\n");
     expect(run().out).toBe('here');
   });
+
+  it('is compiled again when a file appears that an import would now find first, or a file is copied over with its times kept', () => {
+    const p = project('commonjs', {
+      'tasks.ts': `import { defineTask, defineEnvironment } from 'silo';
+import { h } from './helpers';
+import { l } from './lib';
+import { c } from './conf';
+const env = defineEnvironment({ name: 'c', createState: () => ({}), tools: [] });
+export default defineTask({ id: 'f', environment: env, instruction: [h, l, c].join(' '), verify: () => [] });
+`,
+      'helpers.js': "exports.h = 'helpers.js';\n",
+      'lib/index.js': "exports.l = 'lib/index.js';\n",
+      'conf.ts': "export const c = 'conf-1';\n",
+      'conf-next.ts': "export const c = 'conf-2';\n",
+    });
+    const instruction = () => load(p, 'tasks.ts', 'tasks[0].instruction');
+    expect(instruction()).toBe('helpers.js lib/index.js conf-1');
+    writeFileSync(join(p.dir, 'helpers.ts'), "export const h = 'helpers.ts';\n");
+    expect(instruction()).toBe('helpers.ts lib/index.js conf-1');
+    writeFileSync(join(p.dir, 'lib', 'index.ts'), "export const l = 'lib/index.ts';\n");
+    expect(instruction()).toBe('helpers.ts lib/index.ts conf-1');
+    writeFileSync(join(p.dir, 'lib.ts'), "export const l = 'lib.ts';\n");
+    expect(instruction()).toBe('helpers.ts lib.ts conf-1');
+    // As `cp -p` leaves it: the same size, the same modification time to the nanosecond, the same inode.
+    const conf = join(p.dir, 'conf.ts');
+    execFileSync('touch', ['-r', conf, join(p.dir, 'times')]);
+    writeFileSync(conf, readFileSync(join(p.dir, 'conf-next.ts')));
+    execFileSync('touch', ['-r', join(p.dir, 'times'), conf]);
+    expect(instruction()).toBe('helpers.ts lib.ts conf-2');
+  });
 });

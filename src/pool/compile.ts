@@ -208,13 +208,13 @@ const SCRIPT_TAIL = '\n})';
 
 /** What a compiled agent's manifest records (see compileAgent). */
 interface Manifest {
-  version: 7;
+  version: 8;
   key: string;
   file: string;
   packages: string[];
   /** The compiled module's source map is in `<file>.map` (read when a stack needs it). */
   shifts: [string, Shift][];
-  /** Every input: path, size, modification time, inode. */
+  /** Every input: path, size, modification time, inode, change time. */
   inputs: [string, ...Stamp][];
 }
 
@@ -232,7 +232,7 @@ function stored(path: string, key: string): CompiledAgent | undefined {
   } catch {
     return undefined;
   }
-  if (manifest.version !== 7 || manifest.key !== key || stamp(manifest.file) === null || !unchanged(manifest.inputs)) return undefined;
+  if (manifest.version !== 8 || manifest.key !== key || stamp(manifest.file) === null || !unchanged(manifest.inputs)) return undefined;
   // In use: kept young, as a compile that rewrites it would (pruneCompiledAgents).
   try {
     const now = new Date();
@@ -258,7 +258,7 @@ function store(path: string, key: string, { compiled, inputs, map, shifts }: Bui
   // A package upgraded or replaced changes its package.json too.
   for (const file of inputs) if (file.includes(`${sep}node_modules${sep}`)) files.add(join(packageFolder(file), 'package.json'));
   for (const folder of compiled.packages) files.add(join(folder, 'package.json'));
-  const manifest: Manifest = { version: 7, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamps(files) };
+  const manifest: Manifest = { version: 8, key, file: compiled.file, packages: compiled.packages, shifts: [...shifts], inputs: stamps(files) };
   try {
     writeAtomically(`${compiled.file}.map`, JSON.stringify(map));
     writeAtomically(manifestFile(path), JSON.stringify(manifest));

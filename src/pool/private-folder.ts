@@ -110,17 +110,20 @@ export function writeAtomically(file: string, data: string | Uint8Array): void {
   renameSync(tmp, file);
 }
 
-/** What a manifest records of a file: its size, modification time and inode (another file under the same name differs). */
-export type Stamp = [size: number, mtimeMs: number, ino: number];
+/**
+ * What a manifest records of a file: its size, modification time, inode (another file under the
+ * same name differs) and change time (a file copied over it with its size and times kept differs).
+ */
+export type Stamp = [size: number, mtimeMs: number, ino: number, ctimeMs: number];
 
-/** How a manifest records a folder: by its inode alone (what is in it is recorded file by file). */
-const FOLDER = -2;
-
-/** A file's stamp (a folder's: FOLDER and its inode, so that a link pointed at another is a change), or null when it is gone. */
+/**
+ * A file's stamp, or null when it is gone. A folder's is its inode alone (a link pointed at another
+ * folder is a change; what is in it is recorded name by name, by whoever reads it).
+ */
 export function stamp(file: string): Stamp | null {
   try {
     const st = statSync(file);
-    return st.isDirectory() ? [FOLDER, 0, st.ino] : [st.size, st.mtimeMs, st.ino];
+    return st.isDirectory() ? [-2, 0, st.ino, 0] : [st.size, st.mtimeMs, st.ino, st.ctimeMs];
   } catch {
     return null;
   }
@@ -135,18 +138,18 @@ export function stamps(files: Iterable<string>): [string, ...Stamp][] {
 }
 
 /** How a manifest records a file that was not there (and must still not be). */
-export const ABSENT: Stamp = [-1, 0, 0];
+export const ABSENT: Stamp = [-1, 0, 0, 0];
 
 /**
  * Whether every file a manifest recorded is still there, and the same file, unchanged (and every
  * one recorded ABSENT still absent).
  */
 export function unchanged(inputs: readonly (readonly [string, ...Stamp])[]): boolean {
-  for (const [file, size, mtime, ino] of inputs) {
+  for (const [file, size, mtime, ino, ctime] of inputs) {
     const now = stamp(file);
     if (size === ABSENT[0]) {
       if (now !== null) return false;
-    } else if (now === null || now[0] !== size || now[1] !== mtime || now[2] !== ino) return false;
+    } else if (now === null || now[0] !== size || now[1] !== mtime || now[2] !== ino || now[3] !== ctime) return false;
   }
   return true;
 }
