@@ -107,17 +107,17 @@ const OWN_ENTRIES: Record<string, string> = {
 };
 
 /**
- * What one module cannot stand for: a dynamic import or a require of anything but a quoted name
- * (esbuild would bundle a template's matches as they are now, or leave a computed name to be
- * resolved from the private folder), `import.meta.resolve`, `require.resolve`.
- */
-/**
  * A relative module imported for its side effects only (`import './setup'`): a module that sets
  * things up for the packages imported after it. In one module, every package is imported before
  * any of the task's own code runs, so such a file loads through tsx, in Node's order.
  */
 const SETS_UP = /^\s*import\s*['"]\.{1,2}\//m;
 
+/**
+ * What one module cannot stand for: a dynamic import or a require of anything but a quoted name
+ * (esbuild would bundle a template's matches as they are now, or leave a computed name to be
+ * resolved from the private folder), `import.meta.resolve`, `require.resolve`.
+ */
 const NEEDS_A_LOADER = /\bimport\s*\((?!\s*(['"])[^'"`\n]*\1\s*[,)])|\brequire\s*\((?!\s*(['"])[^'"`\n]*\2\s*\))|\bimport\.meta\.resolve\b|\brequire\.resolve\b/;
 
 /** Package scopes' module type, by folder: true where a `.js`/`.ts` file is CommonJS. */

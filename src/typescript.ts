@@ -16,4 +16,3 @@ export function esModuleExports(mod: Record<string, unknown>): Record<string, un
   if (typeof inner === 'object' && inner !== null && (inner as { __esModule?: unknown }).__esModule === true) return inner;
   return mod;
 }
-

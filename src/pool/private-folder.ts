@@ -1,6 +1,7 @@
 /**
  * The private folder where Silo keeps what it compiles, once per version, for later commands:
- * compiled agents (compile.ts) and the code of tool validators (rollout/validators.ts). It is
+ * compiled agents (compile.ts), and in folders of their own compiled task files
+ * (task-compile.ts) and the code of tool validators (rollout/validators.ts). It is
  * this user's alone, since what is in it gets run: a folder another user made, or can write to,
  * is refused. Files not written for a month are cleared out, once a day.
  */
@@ -40,10 +41,16 @@ const SUBFOLDERS = ['tasks', 'validators'] as const;
  * validators' code. Files in them are removed as compiled agents are.
  */
 export function privateSubfolder(name: (typeof SUBFOLDERS)[number]): string {
-  const dir = join(privateFolder(), name);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const dir = join(privateFolderPath(), name);
+  // (checked and made once a process: validators ask for theirs once per tool schema)
+  if (madeSubfolders.has(dir)) return dir;
+  mkdirSync(join(privateFolder(), name), { recursive: true, mode: 0o700 });
+  madeSubfolders.add(dir);
   return dir;
 }
+
+/** The subfolders this process has made (or found) already, by path. */
+const madeSubfolders = new Set<string>();
 
 /** Whether this process has looked at clearing out old compiled agents yet (once is enough). */
 let pruned = false;
@@ -98,7 +105,6 @@ export function pruneCompiledAgents(dir: string, now: number): void {
     }
   }
 }
-
 
 /** Temporary files written so far (their names must differ between processes that share the folder, PIDs too). */
 let temporaries = 0;
