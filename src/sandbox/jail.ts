@@ -78,6 +78,8 @@ interface Unshare {
   setsid: string | null;
 }
 let unshareFound: Unshare | string | undefined;
+/** unshare installed but not probed yet, taken to work, as bubblewrap is (see `presumed` below). */
+let unsharePresumed: Unshare | undefined;
 /** unshare's namespaces; --mount-proc: /proc shows the sandbox's own processes only. */
 const UNSHARE_FLAGS = ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', '--mount-proc'];
 function unshare(): Unshare | string {
@@ -125,6 +127,20 @@ function bwrap(): Bubblewrap | string {
 }
 
 /**
+ * Whether unshare's namespaces can be used without probing them first: `probed` (and they work),
+ * `presumed` (installed, not probed: the first sandbox is the probe, as with bubblewrap), or false
+ * (probed and failed, or not installed: ask unavailable()). Saves the probe's process start (and
+ * setpriv's) on the way of every cold command where bubblewrap is missing.
+ */
+export function presumeUnshare(): 'probed' | 'presumed' | false {
+  if (unshareFound !== undefined) return typeof unshareFound === 'string' ? false : 'probed';
+  const program = which('unshare');
+  if (program === null) return false;
+  unsharePresumed = { program, setsid: which('setsid') };
+  return 'presumed';
+}
+
+/**
  * bubblewrap installed but not probed yet, taken to work (with --disable-userns): the probe runs
  * `node` in a jail, and so does starting a sandbox; a first sandbox that comes up is the probe
  * passed, one that does not calls for the probe (SandboxPool), which then decides. Saves the
@@ -144,14 +160,18 @@ export function presumeBwrap(): 'probed' | 'presumed' | false {
   return 'presumed';
 }
 
-/** A sandbox started on the presumption did not come up: the next launch probes bubblewrap (and setpriv) first. */
-export function forgetPresumedBwrap(): void {
-  presumed = undefined;
+/**
+ * A sandbox started on a presumption (`level`'s, and setpriv's) did not come up: the next launch
+ * probes them first.
+ */
+export function forgetPresumed(level: SandboxLevel): void {
+  if (level === 'bwrap') presumed = undefined;
+  if (level === 'unshare') unsharePresumed = undefined;
   if (pdeathPresumed) pdeath = undefined;
   pdeathPresumed = false;
 }
 
-/** setpriv taken to know --pdeathsig along with bubblewrap's presumption (its probe is a process start too). */
+/** setpriv taken to know --pdeathsig along with a presumption (its probe is a process start too). */
 let pdeathPresumed = false;
 
 /** bubblewrap's namespaces and process options (before the mounts). */
@@ -433,7 +453,8 @@ function jail(b: Bubblewrap, noNetwork: boolean, mounts: Mounts, passwdFd: numbe
  */
 export function launch(level: SandboxLevel, options: { noNetwork: boolean; readable: readonly string[] }): Launch {
   const presuming = level === 'bwrap' && bubblewrap === undefined && presumed !== undefined;
-  if (presuming && pdeath === undefined) {
+  const presumingUnshare = level === 'unshare' && unshareFound === undefined && unsharePresumed !== undefined;
+  if ((presuming || presumingUnshare) && pdeath === undefined) {
     const setpriv = which('setpriv');
     pdeath = setpriv ? [setpriv, '--pdeathsig', 'KILL', '--'] : [];
     pdeathPresumed = true;
@@ -446,7 +467,7 @@ export function launch(level: SandboxLevel, options: { noNetwork: boolean; reada
     for (const path of [...runtimePaths(), ...paths(options.readable)]) mounts.bind(path);
     prefix.push(b.program, ...jail(b, options.noNetwork, mounts, 4, 5));
   } else if (level === 'unshare') {
-    const u = unshare();
+    const u = presumingUnshare ? unsharePresumed! : unshare();
     if (typeof u === 'string') throw new Error(u);
     // setsid: the sandbox (process 1 of its namespace) leads a session and a process group of its
     // own, so a signal to its group (kill(0, sig)) does not reach unshare outside.

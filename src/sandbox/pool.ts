@@ -27,7 +27,7 @@ import { SiloError } from '../errors.js';
 import { RelayLink, type Link } from '../pool/ends.js';
 import type { AgentRunner, WarmWorkers, WorkerExit } from '../pool/pool.js';
 import type { WorkerTask } from '../protocol.js';
-import { forgetPresumedBwrap, launch, mountKey, presumeBwrap, SANDBOX_CHOICES, unavailable, type SandboxChoice, type SandboxLevel } from './jail.js';
+import { forgetPresumed, launch, mountKey, presumeBwrap, presumeUnshare, SANDBOX_CHOICES, unavailable, type SandboxChoice, type SandboxLevel } from './jail.js';
 import { FrameReader, FrameWriter, newKey, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
 import type { FromSandbox, SandboxPoolOptions, ToSandbox } from './protocol.js';
 import { HostRelay } from './relay.js';
@@ -81,6 +81,9 @@ interface Sandbox {
   writer: FrameWriter;
   /** Its mount set (mountKey): the rollouts it can run. */
   key: string;
+  /** How it is confined, and whether that level was presumed to work when it started (#ready). */
+  level: SandboxLevel;
+  presumed: boolean;
   /** Settles when the sandbox is ready for rollouts (or failed to start). */
   ready: Promise<void>;
   /** Rollouts waiting for it to start. */
@@ -105,8 +108,10 @@ export class SandboxPool implements AgentRunner {
   readonly #choice: SandboxChoice;
   /** The level this pool's sandboxes run at, once the first one started. */
   #level: SandboxLevel | undefined;
-  /** The level is bubblewrap's on presumption (jail.ts presumeBwrap), until a sandbox came up. */
+  /** The level is presumed (jail.ts presumeBwrap, presumeUnshare) until a sandbox came up. */
   #presumed = false;
+  /** What to say of the level once a sandbox came up at it (said then: it is a presumption till then). */
+  #toSay: string | undefined;
   /** The live sandbox of each mount set. */
   readonly #sandboxes = new Map<string, Sandbox>();
   /** The sandbox most recently started or handed a rollout. */
@@ -186,8 +191,9 @@ export class SandboxPool implements AgentRunner {
   }
 
   /**
-   * The sandbox once it is up. One started on the presumption that bubblewrap works that does not
-   * come up has bubblewrap probed, and a sandbox at the level the probe allows takes its place.
+   * The sandbox once it is up. One started on the presumption that its level works (bubblewrap's,
+   * or unshare's) that does not come up has that level probed, and a sandbox at the level the
+   * probe allows takes its place.
    */
   async #ready(sandbox: Sandbox, readable: readonly string[]): Promise<Sandbox> {
     // Counted while the sandbox starts too, so that it keeps the host alive meanwhile (a sandbox
@@ -197,14 +203,23 @@ export class SandboxPool implements AgentRunner {
     try {
       await sandbox.ready;
       this.#presumed = false;
+      if (this.#toSay !== undefined && this.#level === sandbox.level) {
+        this.#say(this.#toSay);
+        this.#toSay = undefined;
+      }
       return sandbox;
     } catch (err) {
-      if (!this.#presumed || this.#level !== 'bwrap') throw err;
-      // The probe now (once): it says why bubblewrap does not work here, and the level falls back.
-      this.#presumed = false;
-      this.#level = undefined;
-      forgetPresumedBwrap();
-      unavailable('bwrap');
+      if (!sandbox.presumed) throw err;
+      // The first rollout to hear of it has the level probed (once): the probe says why it does
+      // not work here, and the level falls back. Every rollout that waited for it goes on in the
+      // sandbox that takes its place.
+      if (this.#presumed && this.#level === sandbox.level) {
+        this.#presumed = false;
+        this.#level = undefined;
+        this.#toSay = undefined;
+        forgetPresumed(sandbox.level);
+        unavailable(sandbox.level);
+      }
       return await this.#ready(this.#sandboxFor(readable), readable);
     } finally {
       sandbox.waiting--;
@@ -280,14 +295,16 @@ export class SandboxPool implements AgentRunner {
   }
 
   /** How the sandboxes are confined here: worked out (and said, when weaker than asked) once. */
+  #say(message: string): void {
+    if (this.#options.warn) return this.#options.warn(message);
+    if (said.has(message)) return;
+    said.add(message);
+    process.stderr.write(`silo: ${message}\n`);
+  }
+
   #resolveLevel(): SandboxLevel {
     if (this.#level) return this.#level;
-    const say = (message: string): void => {
-      if (this.#options.warn) return this.#options.warn(message);
-      if (said.has(message)) return;
-      said.add(message);
-      process.stderr.write(`silo: ${message}\n`);
-    };
+    const say = (message: string): void => this.#say(message);
     const withoutNamespaces = (why: string): string =>
       `Linux namespaces are not available here (${why}), so the sandbox process runs without them: an agent can still see and signal this machine's other processes and connect to its socket files; run Silo in a container for more`;
     let level: SandboxLevel;
@@ -298,12 +315,16 @@ export class SandboxPool implements AgentRunner {
       this.#presumed = bwrapNow === 'presumed';
     } else if (this.#choice === 'auto') {
       const noJail = unavailable('bwrap');
-      const noNamespaces = noJail === null ? null : unavailable('unshare');
+      // Probed already, or presumed and found out by the first sandbox (#ready), as bubblewrap.
+      const unshareNow = noJail === null ? false : presumeUnshare();
+      const noNamespaces = noJail === null || unshareNow ? null : unavailable('unshare');
       level = noJail === null ? 'bwrap' : noNamespaces === null ? 'unshare' : 'process';
       if (level === 'unshare') {
-        say(
-          `bubblewrap cannot jail the sandbox here (${noJail}), so it runs in Linux namespaces only: it sees this machine's whole file system (agents' reads are still limited by Node's permission model) and can connect to socket files; install bubblewrap for the jail`,
-        );
+        this.#presumed = unshareNow === 'presumed';
+        const message = `bubblewrap cannot jail the sandbox here (${noJail}), so it runs in Linux namespaces only: it sees this machine's whole file system (agents' reads are still limited by Node's permission model) and can connect to socket files; install bubblewrap for the jail`;
+        // Said once a sandbox came up in them: should they not work, what is said is the fallback.
+        if (this.#presumed) this.#toSay = message;
+        else say(message);
       } else if (level === 'process') {
         say(withoutNamespaces(`${noNamespaces}; ${noJail}`));
       }
@@ -362,7 +383,7 @@ export class SandboxPool implements AgentRunner {
     // The key goes first, before the sandbox runs any agent that could read it.
     socket.write(key32);
     const writer = new FrameWriter(socket, key32, TO_SANDBOX);
-    const sandbox: Sandbox = { child, writer, key, ready: Promise.resolve(), waiting: 0, usedAt: performance.now(), relay: new HostRelay((m) => writer.message(m)) };
+    const sandbox: Sandbox = { child, writer, key, level, presumed: this.#presumed, ready: Promise.resolve(), waiting: 0, usedAt: performance.now(), relay: new HostRelay((m) => writer.message(m)) };
     this.#links.set(child, sandbox);
     this.#sandboxes.set(key, sandbox);
     this.#started++;

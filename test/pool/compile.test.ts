@@ -2,7 +2,7 @@
 import { mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { pruneCompiledAgents } from '../../src/pool/private-folder.js';
+import { privateFolderPath, pruneCompiledAgents } from '../../src/pool/private-folder.js';
 import { tempDir } from '../helpers.js';
 
 const home = tempDir('silo-compiled-');
@@ -21,6 +21,28 @@ describe('pruneCompiledAgents', () => {
     }
     pruneCompiledAgents(dir, now);
     expect(readdirSync(dir).sort()).toEqual(['old-but-not-ours.txt', 'young.mjs']);
+  });
+
+  it('follows TMPDIR (and TMP, TEMP) as it changes, though it is worked out once a rollout', () => {
+    const saved = { TMPDIR: process.env.TMPDIR, TMP: process.env.TMP, TEMP: process.env.TEMP };
+    const name = `silo-agents-${process.getuid?.() ?? 'user'}`;
+    try {
+      delete process.env.TMP;
+      delete process.env.TEMP;
+      process.env.TMPDIR = join(home.dir, 'one');
+      expect(privateFolderPath()).toBe(join(home.dir, 'one', name));
+      expect(privateFolderPath()).toBe(join(home.dir, 'one', name));
+      process.env.TMPDIR = join(home.dir, 'two');
+      expect(privateFolderPath()).toBe(join(home.dir, 'two', name));
+      delete process.env.TMPDIR;
+      process.env.TMP = join(home.dir, 'three');
+      expect(privateFolderPath()).toBe(join(home.dir, 'three', name));
+    } finally {
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
   });
 
   it("clears out the private folder's tasks and validators folders too, once a day", async () => {

@@ -351,6 +351,89 @@ describe('the fallback', () => {
       import { readFileSync } from 'node:fs';
       import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
       const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
+      // Three at once first: every rollout that waited for the sandbox that did not come up goes on.
+      const show = (r) => console.log(r.status, JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation);
+      const roll = () => runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)} });
+      (await Promise.all([roll(), roll(), roll()])).forEach(show);
+      show(await roll());`;
+    const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
+      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
+    );
+    expect(stdout.trim().split('\n')).toEqual(['passed unshare', 'passed unshare', 'passed unshare', 'passed unshare']);
+    const warnings = stderr.split('\n').filter((line) => line.startsWith('silo: '));
+    expect(warnings).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bwrap failed: bwrap: setting up uid map: Permission denied\), so it runs in Linux namespaces only/)]);
+  }, 40_000);
+
+  it.skipIf(!namespaces)('starts the first sandbox without probing unshare or setpriv first', async () => {
+    // Each probe is a process start on the way of every cold command: the first sandbox is the probe.
+    const bin = join(tmp.dir, 'bin-logging');
+    mkdirSync(bin, { recursive: true });
+    const log = join(tmp.dir, 'launches.log');
+    for (const program of ['unshare', 'setpriv']) {
+      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p))!;
+      writeFileSync(join(bin, program), `#!/bin/sh\necho "${program} $*" >> ${JSON.stringify(log)}\nexec ${found} "$@"\n`, { mode: 0o755 });
+    }
+    const setsid = ['/usr/bin', '/bin'].map((d) => join(d, 'setsid')).find((p) => existsSync(p));
+    if (setsid) symlinkSync(setsid, join(bin, 'setsid'));
+    const source = `
+      import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
+      const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
+      const r = await runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)} });
+      console.log(r.status);`;
+    const { stdout } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
+      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
+    );
+    expect(stdout.trim()).toBe('passed');
+    const launches = readFileSync(log, 'utf8').trim().split('\n');
+    // setpriv runs unshare, which runs the sandbox's node: one launch, no probe (which would run `true`).
+    expect(launches).toHaveLength(2);
+    expect(launches.every((line) => !/ true$/.test(line))).toBe(true);
+    expect(launches[0]).toMatch(/^setpriv --pdeathsig KILL -- .*unshare --user/);
+  }, 40_000);
+
+  it('falls back to a plain process where unshare is installed but fails, though no probe ran before the first sandbox', async () => {
+    // Without bubblewrap, unshare is taken to work as bubblewrap is: the first sandbox is the probe.
+    // Here it does not come up; unshare is probed, and every rollout runs without namespaces.
+    const bin = join(tmp.dir, 'bin-with-broken-unshare');
+    mkdirSync(bin, { recursive: true });
+    for (const program of ['setsid', 'setpriv']) {
+      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p));
+      if (found) symlinkSync(found, join(bin, program));
+    }
+    writeFileSync(join(bin, 'unshare'), '#!/bin/sh\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n', { mode: 0o755 });
+    const source = `
+      import { readFileSync } from 'node:fs';
+      import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
+      const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
+      const show = (r) => console.log(r.status, JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation);
+      const roll = () => runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)} });
+      (await Promise.all([roll(), roll(), roll()])).forEach(show);
+      show(await roll());`;
+    const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
+      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
+    );
+    expect(stdout.trim().split('\n')).toEqual(['passed process', 'passed process', 'passed process', 'passed process']);
+    // Said once, and only what is so: nothing of the namespaces it presumed.
+    const warnings = stderr.split('\n').filter((line) => line.startsWith('silo: '));
+    expect(warnings).toEqual([
+      expect.stringMatching(/^silo: Linux namespaces are not available here \(unshare --user --pid failed: unshare: unshare failed: Operation not permitted; bubblewrap \(bwrap\) is not installed\), so the sandbox process runs without them/),
+    ]);
+  }, 40_000);
+
+  it.skipIf(!namespaces)('probes setpriv too where a sandbox started on the presumption does not come up', async () => {
+    // setpriv --pdeathsig is presumed along with unshare; a setpriv that fails stops the sandbox
+    // from starting, and the probes then run it without (unshare itself works here).
+    const bin = join(tmp.dir, 'bin-with-broken-setpriv');
+    mkdirSync(bin, { recursive: true });
+    for (const program of ['unshare', 'setsid']) {
+      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p));
+      if (found) symlinkSync(found, join(bin, program));
+    }
+    writeFileSync(join(bin, 'setpriv'), '#!/bin/sh\necho "setpriv: unrecognized option --pdeathsig" >&2\nexit 1\n', { mode: 0o755 });
+    const source = `
+      import { readFileSync } from 'node:fs';
+      import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
+      const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
       for (let i = 0; i < 2; i++) {
         const r = await runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)} });
         console.log(r.status, JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation);
@@ -360,7 +443,7 @@ describe('the fallback', () => {
     );
     expect(stdout.trim().split('\n')).toEqual(['passed unshare', 'passed unshare']);
     const warnings = stderr.split('\n').filter((line) => line.startsWith('silo: '));
-    expect(warnings).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bwrap failed: bwrap: setting up uid map: Permission denied\), so it runs in Linux namespaces only/)]);
+    expect(warnings).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bubblewrap \(bwrap\) is not installed\), so it runs in Linux namespaces only/)]);
   }, 40_000);
 
   it('refuses an unknown SILO_SANDBOX with a usage error', async () => {
