@@ -153,8 +153,7 @@ export class SandboxPool implements AgentRunner {
   ): Promise<WorkerExit> {
     if (!(link instanceof RelayLink)) throw new Error('a sandbox runs rollouts on links it made (SandboxPool.link())');
     const sandbox = await this.#ready(this.#sandboxFor(readable), readable);
-    const { child } = sandbox;
-    const level = this.#level!;
+    const { child, level } = sandbox;
     const id = this.#nextId++;
     // JSON escaping makes text up to 6× its bytes, UTF-8 up to 3 bytes a character (see agent.ts).
     const maxChars = 6 * Math.max(task.limits.maxMessageBytes, task.limits.maxOutputBytes) + MESSAGE_ENVELOPE_BYTES;
@@ -202,24 +201,17 @@ export class SandboxPool implements AgentRunner {
     this.#hold(sandbox.child);
     try {
       await sandbox.ready;
-      this.#presumed = false;
-      if (this.#toSay !== undefined && this.#level === sandbox.level) {
-        this.#say(this.#toSay);
+      // Up: the level it was started at works (a sandbox of a level given up meanwhile says nothing of the current one).
+      if (this.#level === sandbox.level) {
+        this.#presumed = false;
+        if (this.#toSay !== undefined) this.#say(this.#toSay);
         this.#toSay = undefined;
       }
       return sandbox;
     } catch (err) {
+      // One started on a presumption that did not come up had the level probed as it failed
+      // (#givenUp): every rollout that waited for it goes on in the sandbox that takes its place.
       if (!sandbox.presumed) throw err;
-      // The first rollout to hear of it has the level probed (once): the probe says why it does
-      // not work here, and the level falls back. Every rollout that waited for it goes on in the
-      // sandbox that takes its place.
-      if (this.#presumed && this.#level === sandbox.level) {
-        this.#presumed = false;
-        this.#level = undefined;
-        this.#toSay = undefined;
-        forgetPresumed(sandbox.level);
-        unavailable(sandbox.level);
-      }
       return await this.#ready(this.#sandboxFor(readable), readable);
     } finally {
       sandbox.waiting--;
@@ -302,8 +294,31 @@ export class SandboxPool implements AgentRunner {
     process.stderr.write(`silo: ${message}\n`);
   }
 
+  /**
+   * A sandbox started on the presumption that its level works did not come up: the level is
+   * probed (once; the probe says why it does not work here) and worked out again, whether or not
+   * a rollout waits for that sandbox (one started by warm() may have none).
+   */
+  #givenUp(sandbox: Sandbox): void {
+    if (!this.#presumed || this.#level !== sandbox.level) return;
+    this.#presumed = false;
+    this.#level = undefined;
+    this.#toSay = undefined;
+    forgetPresumed(sandbox.level);
+    unavailable(sandbox.level);
+  }
+
   #resolveLevel(): SandboxLevel {
-    if (this.#level) return this.#level;
+    if (this.#level) {
+      if (!this.#presumed) return this.#level;
+      // Still presumed, unless another pool of this process probed the level meanwhile: then it
+      // is worked out again from what the probe found (a launch would refuse the presumption).
+      const now = this.#level === 'bwrap' ? presumeBwrap() : presumeUnshare();
+      if (now === 'presumed') return this.#level;
+      this.#level = undefined;
+      this.#presumed = false;
+      this.#toSay = undefined;
+    }
     const say = (message: string): void => this.#say(message);
     const withoutNamespaces = (why: string): string =>
       `Linux namespaces are not available here (${why}), so the sandbox process runs without them: an agent can still see and signal this machine's other processes and connect to its socket files; run Silo in a container for more`;
@@ -423,7 +438,10 @@ export class SandboxPool implements AgentRunner {
       }, onBroken);
       socket.on('data', (chunk: Buffer) => reader.push(chunk));
     });
-    sandbox.ready.catch(() => {});
+    // (Before any rollout's own handler: by the time they hear of it, the level is worked out again.)
+    sandbox.ready.catch(() => {
+      if (sandbox.presumed) this.#givenUp(sandbox);
+    });
     let tickAt = performance.now();
     const ping = setInterval(() => {
       const now = performance.now();

@@ -420,6 +420,38 @@ describe('the fallback', () => {
     ]);
   }, 40_000);
 
+  it('gives a presumption up once, whichever pool of the process finds it wrong, even with no rollout waiting', async () => {
+    // B's first sandbox (started ahead by warm(), nobody waiting for it) does not come up: unshare
+    // is probed then and there, so neither B's rollouts nor A's start another presumed sandbox.
+    const bin = join(tmp.dir, 'bin-with-broken-unshare-logged');
+    mkdirSync(bin, { recursive: true });
+    const log = join(tmp.dir, 'unshare-calls.log');
+    writeFileSync(join(bin, 'unshare'), `#!/bin/sh\necho "$*" >> ${JSON.stringify(log)}\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n`, { mode: 0o755 });
+    const source = `
+      import { readFileSync } from 'node:fs';
+      import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
+      import { SandboxPool } from ${JSON.stringify(new URL('../../dist/src/sandbox/pool.js', import.meta.url).href)};
+      const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
+      const show = (r) => console.log(r.status, JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation);
+      const a = new SandboxPool(), b = new SandboxPool();
+      b.warm([]);
+      for (let i = 0; i < 100 && b.running > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      const roll = (pool) => runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)}, pool });
+      show(await roll(a));
+      (await Promise.all([roll(b), roll(b)])).forEach(show);
+      console.log(b.level, b.started);
+      await a.destroy();
+      await b.destroy();`;
+    const { stdout } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
+      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: `${bin}:/usr/bin:/bin` }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
+    );
+    expect(stdout.trim().split('\n')).toEqual(['passed process', 'passed process', 'passed process', 'process 2']);
+    // The one presumed launch, then the probe (which runs `true`): nothing more.
+    const calls = readFileSync(log, 'utf8').trim().split('\n');
+    expect(calls).toHaveLength(2);
+    expect(calls[1]).toMatch(/ true$/);
+  }, 40_000);
+
   it.skipIf(!namespaces)('probes setpriv too where a sandbox started on the presumption does not come up', async () => {
     // setpriv --pdeathsig is presumed along with unshare; a setpriv that fails stops the sandbox
     // from starting, and the probes then run it without (unshare itself works here).
