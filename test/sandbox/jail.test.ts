@@ -426,6 +426,10 @@ describe('the fallback', () => {
     const bin = join(tmp.dir, 'bin-with-broken-unshare-logged');
     mkdirSync(bin, { recursive: true });
     const log = join(tmp.dir, 'unshare-calls.log');
+    for (const program of ['setsid', 'setpriv']) {
+      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p));
+      if (found) symlinkSync(found, join(bin, program));
+    }
     writeFileSync(join(bin, 'unshare'), `#!/bin/sh\necho "$*" >> ${JSON.stringify(log)}\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n`, { mode: 0o755 });
     const source = `
       import { readFileSync } from 'node:fs';
@@ -443,7 +447,7 @@ describe('the fallback', () => {
       await a.destroy();
       await b.destroy();`;
     const { stdout } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: `${bin}:/usr/bin:/bin` }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
+      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
     );
     expect(stdout.trim().split('\n')).toEqual(['passed process', 'passed process', 'passed process', 'process 2']);
     // The one presumed launch, then the probe (which runs `true`): nothing more.
