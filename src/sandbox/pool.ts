@@ -94,6 +94,8 @@ interface Sandbox {
   relay: HostRelay;
   /** Why the host ended it, when it did (bytes on the link that did not open). */
   ended?: string;
+  /** The host killed it (destroy, or one idle too many): its end says nothing of its level. */
+  killed?: boolean;
 }
 
 /** Whether this process has marked its first sandbox's start (see #start). */
@@ -275,6 +277,8 @@ export class SandboxPool implements AgentRunner {
   /** Ends a sandbox; resolves when it is gone. */
   #kill(child: ChildProcess): Promise<void> {
     if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    const sandbox = this.#links.get(child);
+    if (sandbox) sandbox.killed = true;
     const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     // An idle sandbox is unref'd: waiting for its exit must keep this process alive.
     child.ref();
@@ -440,7 +444,8 @@ export class SandboxPool implements AgentRunner {
     });
     // (Before any rollout's own handler: by the time they hear of it, the level is worked out again.)
     sandbox.ready.catch(() => {
-      if (sandbox.presumed) this.#givenUp(sandbox);
+      // (Not one the host ended itself as it started: a command that stops at once, or one idle too many.)
+      if (sandbox.presumed && !sandbox.killed && sandbox.ended === undefined && !this.#destroyed) this.#givenUp(sandbox);
     });
     let tickAt = performance.now();
     const ping = setInterval(() => {

@@ -391,6 +391,32 @@ describe('the fallback', () => {
     expect(launches[0]).toMatch(/^setpriv --pdeathsig KILL -- .*unshare --user/);
   }, 40_000);
 
+  it.skipIf(!namespaces)('probes nothing when the host itself ends a sandbox started on the presumption before it is up', async () => {
+    // A command that stops at once (a usage error, a wrong early guess) ends its early sandbox:
+    // that is no sign that unshare does not work, and no reason for a probe's process start.
+    const bin = join(tmp.dir, 'bin-logging-ended');
+    mkdirSync(bin, { recursive: true });
+    const log = join(tmp.dir, 'ended-launches.log');
+    for (const program of ['unshare', 'setpriv']) {
+      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p))!;
+      writeFileSync(join(bin, program), `#!/bin/sh\necho "${program} $*" >> ${JSON.stringify(log)}\nexec ${found} "$@"\n`, { mode: 0o755 });
+    }
+    const source = `
+      import { SandboxPool } from ${JSON.stringify(new URL('../../dist/src/sandbox/pool.js', import.meta.url).href)};
+      const pool = new SandboxPool();
+      pool.warm([]);
+      await pool.destroy();
+      console.log(pool.started);`;
+    const { stdout } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
+      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
+    );
+    expect(stdout.trim()).toBe('1');
+    // The launch (setpriv, then unshare if it got that far), and no probe (which runs \`true\`).
+    const launches = readFileSync(log, 'utf8').trim().split('\n');
+    expect(launches.length).toBeGreaterThanOrEqual(1);
+    expect(launches.filter((line) => / true$/.test(line))).toEqual([]);
+  }, 40_000);
+
   it('falls back to a plain process where unshare is installed but fails, though no probe ran before the first sandbox', async () => {
     // Without bubblewrap, unshare is taken to work as bubblewrap is: the first sandbox is the probe.
     // Here it does not come up; unshare is probed, and every rollout runs without namespaces.
