@@ -213,7 +213,9 @@ export class SandboxPool implements AgentRunner {
     } catch (err) {
       // One started on a presumption that did not come up had the level probed as it failed
       // (#givenUp): every rollout that waited for it goes on in the sandbox that takes its place.
-      if (!sandbox.presumed) throw err;
+      // (Not after one the host ended itself: that says nothing of the level, and another would
+      // start on the same presumption.)
+      if (!sandbox.presumed || sandbox.killed || sandbox.ended !== undefined) throw err;
       return await this.#ready(this.#sandboxFor(readable), readable);
     } finally {
       sandbox.waiting--;
@@ -290,7 +292,7 @@ export class SandboxPool implements AgentRunner {
     this.#links.get(child)?.writer.message(msg);
   }
 
-  /** How the sandboxes are confined here: worked out (and said, when weaker than asked) once. */
+  /** Says something of the level to the user (once a process, or through the pool's `warn`). */
   #say(message: string): void {
     if (this.#options.warn) return this.#options.warn(message);
     if (said.has(message)) return;
@@ -312,6 +314,7 @@ export class SandboxPool implements AgentRunner {
     unavailable(sandbox.level);
   }
 
+  /** How the sandboxes are confined here: worked out (and said, when weaker than asked) once. */
   #resolveLevel(): SandboxLevel {
     if (this.#level) {
       if (!this.#presumed) return this.#level;
