@@ -313,76 +313,64 @@ describe.skipIf(!jailed && !mustJail)('the jail with --no-network', () => {
 });
 
 describe('the fallback', () => {
-  it.skipIf(!namespaces)('runs the sandbox with namespaces only where bubblewrap is missing, and says so once', async () => {
-    // A PATH with unshare, setsid and setpriv but no bwrap.
-    const bin = join(tmp.dir, 'bin-without-bwrap');
+  // Each case runs a script of its own with PATH set to a folder of its own: the real programs it
+  // links, wrappers that log each call, or fakes that fail as a machine without them would.
+  const REAL = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'];
+  const real = (program: string): string | undefined => REAL.map((d) => join(d, program)).find((p) => existsSync(p));
+  const binFolder = (name: string, { link = [], log, logged = [], failing = {} }: { link?: string[]; log?: string; logged?: string[]; failing?: Record<string, string> }): string => {
+    const bin = join(tmp.dir, name);
     mkdirSync(bin, { recursive: true });
-    for (const program of ['unshare', 'setsid', 'setpriv']) {
-      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p));
+    for (const program of link) {
+      const found = real(program);
       if (found) symlinkSync(found, join(bin, program));
     }
-    const source = `
+    // A wrapper that logs `<program> <args>` and runs the real one.
+    for (const program of logged) writeFileSync(join(bin, program), `#!/bin/sh\necho "${program} $*" >> ${JSON.stringify(log)}\nexec ${real(program)!} "$@"\n`, { mode: 0o755 });
+    // A fake that says `message` and fails (logging its arguments first, with `log`).
+    for (const [program, message] of Object.entries(failing)) {
+      const logs = log === undefined ? '' : `echo "$*" >> ${JSON.stringify(log)}\n`;
+      writeFileSync(join(bin, program), `#!/bin/sh\n${logs}echo "${message}" >&2\nexit 1\n`, { mode: 0o755 });
+    }
+    return bin;
+  };
+  /** What these scripts start with: a task, and rollouts of where-am-i.mjs (`show` prints each one's status and isolation). */
+  const PRELUDE = `
       import { readFileSync } from 'node:fs';
       import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
+      import { SandboxPool } from ${JSON.stringify(new URL('../../dist/src/sandbox/pool.js', import.meta.url).href)};
       const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
-      for (let i = 0; i < 2; i++) {
-        const r = await runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)} });
-        console.log(JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation);
-      }`;
-    const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
+      const isolation = (r) => JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation;
+      const show = (r) => console.log(r.status, isolation(r));
+      const roll = (pool) => runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)}, ...(pool ? { pool } : {}) });`;
+  const runScript = (source: string, bin: string): Promise<{ stdout: string; stderr: string }> =>
+    new Promise((resolve) =>
+      execFile(process.execPath, ['--input-type=module', '-e', `${PRELUDE}\n${source}`], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
     );
+  const warnings = (stderr: string): string[] => stderr.split('\n').filter((line) => line.startsWith('silo: '));
+
+  it.skipIf(!namespaces)('runs the sandbox with namespaces only where bubblewrap is missing, and says so once', async () => {
+    // A PATH with unshare, setsid and setpriv but no bwrap.
+    const bin = binFolder('bin-without-bwrap', { link: ['unshare', 'setsid', 'setpriv'] });
+    const { stdout, stderr } = await runScript(`for (let i = 0; i < 2; i++) console.log(isolation(await roll()));`, bin);
     expect(stdout.trim().split('\n')).toEqual(['unshare', 'unshare']);
-    const warnings = stderr.split('\n').filter((line) => line.startsWith('silo: '));
-    expect(warnings).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bubblewrap \(bwrap\) is not installed\), so it runs in Linux namespaces only: .*install bubblewrap/)]);
+    expect(warnings(stderr)).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bubblewrap \(bwrap\) is not installed\), so it runs in Linux namespaces only: .*install bubblewrap/)]);
   }, 40_000);
 
   it.skipIf(!namespaces)('falls back to namespaces where bubblewrap is installed but fails, though no probe ran before the first sandbox', async () => {
     // bubblewrap is taken to work until a sandbox started with it does not come up: then it is
     // probed, and the rollout runs in a sandbox at the level the probe allows.
-    const bin = join(tmp.dir, 'bin-with-broken-bwrap');
-    mkdirSync(bin, { recursive: true });
-    for (const program of ['unshare', 'setsid', 'setpriv']) {
-      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p));
-      if (found) symlinkSync(found, join(bin, program));
-    }
-    writeFileSync(join(bin, 'bwrap'), '#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n', { mode: 0o755 });
-    const source = `
-      import { readFileSync } from 'node:fs';
-      import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
-      const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
-      // Three at once first: every rollout that waited for the sandbox that did not come up goes on.
-      const show = (r) => console.log(r.status, JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation);
-      const roll = () => runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)} });
-      (await Promise.all([roll(), roll(), roll()])).forEach(show);
-      show(await roll());`;
-    const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
-    );
+    const bin = binFolder('bin-with-broken-bwrap', { link: ['unshare', 'setsid', 'setpriv'], failing: { bwrap: 'bwrap: setting up uid map: Permission denied' } });
+    // Three at once first: every rollout that waited for the sandbox that did not come up goes on.
+    const { stdout, stderr } = await runScript(`(await Promise.all([roll(), roll(), roll()])).forEach(show); show(await roll());`, bin);
     expect(stdout.trim().split('\n')).toEqual(['passed unshare', 'passed unshare', 'passed unshare', 'passed unshare']);
-    const warnings = stderr.split('\n').filter((line) => line.startsWith('silo: '));
-    expect(warnings).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bwrap failed: bwrap: setting up uid map: Permission denied\), so it runs in Linux namespaces only/)]);
+    expect(warnings(stderr)).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bwrap failed: bwrap: setting up uid map: Permission denied\), so it runs in Linux namespaces only/)]);
   }, 40_000);
 
   it.skipIf(!namespaces)('starts the first sandbox without probing unshare or setpriv first', async () => {
     // Each probe is a process start on the way of every cold command: the first sandbox is the probe.
-    const bin = join(tmp.dir, 'bin-logging');
-    mkdirSync(bin, { recursive: true });
     const log = join(tmp.dir, 'launches.log');
-    for (const program of ['unshare', 'setpriv']) {
-      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p))!;
-      writeFileSync(join(bin, program), `#!/bin/sh\necho "${program} $*" >> ${JSON.stringify(log)}\nexec ${found} "$@"\n`, { mode: 0o755 });
-    }
-    const setsid = ['/usr/bin', '/bin'].map((d) => join(d, 'setsid')).find((p) => existsSync(p));
-    if (setsid) symlinkSync(setsid, join(bin, 'setsid'));
-    const source = `
-      import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
-      const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
-      const r = await runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)} });
-      console.log(r.status);`;
-    const { stdout } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
-    );
+    const bin = binFolder('bin-logging', { link: ['setsid'], logged: ['unshare', 'setpriv'], log });
+    const { stdout } = await runScript(`console.log((await roll()).status);`, bin);
     expect(stdout.trim()).toBe('passed');
     const launches = readFileSync(log, 'utf8').trim().split('\n');
     // setpriv runs unshare, which runs the sandbox's node: one launch, no probe (which would run `true`).
@@ -394,22 +382,9 @@ describe('the fallback', () => {
   it.skipIf(!namespaces)('probes nothing when the host itself ends a sandbox started on the presumption before it is up', async () => {
     // A command that stops at once (a usage error, a wrong early guess) ends its early sandbox:
     // that is no sign that unshare does not work, and no reason for a probe's process start.
-    const bin = join(tmp.dir, 'bin-logging-ended');
-    mkdirSync(bin, { recursive: true });
     const log = join(tmp.dir, 'ended-launches.log');
-    for (const program of ['unshare', 'setpriv']) {
-      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p))!;
-      writeFileSync(join(bin, program), `#!/bin/sh\necho "${program} $*" >> ${JSON.stringify(log)}\nexec ${found} "$@"\n`, { mode: 0o755 });
-    }
-    const source = `
-      import { SandboxPool } from ${JSON.stringify(new URL('../../dist/src/sandbox/pool.js', import.meta.url).href)};
-      const pool = new SandboxPool();
-      pool.warm([]);
-      await pool.destroy();
-      console.log(pool.started);`;
-    const { stdout } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
-    );
+    const bin = binFolder('bin-logging-ended', { logged: ['unshare', 'setpriv'], log });
+    const { stdout } = await runScript(`const pool = new SandboxPool(); pool.warm([]); await pool.destroy(); console.log(pool.started);`, bin);
     expect(stdout.trim()).toBe('1');
     // The launch (setpriv, then unshare if it got that far), and no probe (which runs \`true\`).
     const launches = readFileSync(log, 'utf8').trim().split('\n');
@@ -420,28 +395,11 @@ describe('the fallback', () => {
   it('falls back to a plain process where unshare is installed but fails, though no probe ran before the first sandbox', async () => {
     // Without bubblewrap, unshare is taken to work as bubblewrap is: the first sandbox is the probe.
     // Here it does not come up; unshare is probed, and every rollout runs without namespaces.
-    const bin = join(tmp.dir, 'bin-with-broken-unshare');
-    mkdirSync(bin, { recursive: true });
-    for (const program of ['setsid', 'setpriv']) {
-      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p));
-      if (found) symlinkSync(found, join(bin, program));
-    }
-    writeFileSync(join(bin, 'unshare'), '#!/bin/sh\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n', { mode: 0o755 });
-    const source = `
-      import { readFileSync } from 'node:fs';
-      import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
-      const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
-      const show = (r) => console.log(r.status, JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation);
-      const roll = () => runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)} });
-      (await Promise.all([roll(), roll(), roll()])).forEach(show);
-      show(await roll());`;
-    const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
-    );
+    const bin = binFolder('bin-with-broken-unshare', { link: ['setsid', 'setpriv'], failing: { unshare: 'unshare: unshare failed: Operation not permitted' } });
+    const { stdout, stderr } = await runScript(`(await Promise.all([roll(), roll(), roll()])).forEach(show); show(await roll());`, bin);
     expect(stdout.trim().split('\n')).toEqual(['passed process', 'passed process', 'passed process', 'passed process']);
     // Said once, and only what is so: nothing of the namespaces it presumed.
-    const warnings = stderr.split('\n').filter((line) => line.startsWith('silo: '));
-    expect(warnings).toEqual([
+    expect(warnings(stderr)).toEqual([
       expect.stringMatching(/^silo: Linux namespaces are not available here \(unshare --user --pid failed: unshare: unshare failed: Operation not permitted; bubblewrap \(bwrap\) is not installed\), so the sandbox process runs without them/),
     ]);
   }, 40_000);
@@ -449,31 +407,18 @@ describe('the fallback', () => {
   it('gives a presumption up once, whichever pool of the process finds it wrong, even with no rollout waiting', async () => {
     // B's first sandbox (started ahead by warm(), nobody waiting for it) does not come up: unshare
     // is probed then and there, so neither B's rollouts nor A's start another presumed sandbox.
-    const bin = join(tmp.dir, 'bin-with-broken-unshare-logged');
-    mkdirSync(bin, { recursive: true });
     const log = join(tmp.dir, 'unshare-calls.log');
-    for (const program of ['setsid', 'setpriv']) {
-      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p));
-      if (found) symlinkSync(found, join(bin, program));
-    }
-    writeFileSync(join(bin, 'unshare'), `#!/bin/sh\necho "$*" >> ${JSON.stringify(log)}\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n`, { mode: 0o755 });
-    const source = `
-      import { readFileSync } from 'node:fs';
-      import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
-      import { SandboxPool } from ${JSON.stringify(new URL('../../dist/src/sandbox/pool.js', import.meta.url).href)};
-      const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
-      const show = (r) => console.log(r.status, JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation);
-      const a = new SandboxPool(), b = new SandboxPool();
+    const bin = binFolder('bin-with-broken-unshare-logged', { link: ['setsid', 'setpriv'], failing: { unshare: 'unshare: unshare failed: Operation not permitted' }, log });
+    const { stdout } = await runScript(
+      `const a = new SandboxPool(), b = new SandboxPool();
       b.warm([]);
       for (let i = 0; i < 100 && b.running > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
-      const roll = (pool) => runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)}, pool });
       show(await roll(a));
       (await Promise.all([roll(b), roll(b)])).forEach(show);
       console.log(b.level, b.started);
       await a.destroy();
-      await b.destroy();`;
-    const { stdout } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
+      await b.destroy();`,
+      bin,
     );
     expect(stdout.trim().split('\n')).toEqual(['passed process', 'passed process', 'passed process', 'process 2']);
     // The one presumed launch, then the probe (which runs `true`): nothing more.
@@ -485,27 +430,10 @@ describe('the fallback', () => {
   it.skipIf(!namespaces)('probes setpriv too where a sandbox started on the presumption does not come up', async () => {
     // setpriv --pdeathsig is presumed along with unshare; a setpriv that fails stops the sandbox
     // from starting, and the probes then run it without (unshare itself works here).
-    const bin = join(tmp.dir, 'bin-with-broken-setpriv');
-    mkdirSync(bin, { recursive: true });
-    for (const program of ['unshare', 'setsid']) {
-      const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => join(d, program)).find((p) => existsSync(p));
-      if (found) symlinkSync(found, join(bin, program));
-    }
-    writeFileSync(join(bin, 'setpriv'), '#!/bin/sh\necho "setpriv: unrecognized option --pdeathsig" >&2\nexit 1\n', { mode: 0o755 });
-    const source = `
-      import { readFileSync } from 'node:fs';
-      import { runRollout } from ${JSON.stringify(new URL('../../dist/src/index.js', import.meta.url).href)};
-      const task = { id: 't', instruction: 'x', environment: { name: 'e', createState: () => ({}), tools: [] }, verify: () => [{ name: 'x', pass: true }] };
-      for (let i = 0; i < 2; i++) {
-        const r = await runRollout({ task, agent: ${JSON.stringify(fixture('where-am-i.mjs'))}, outDir: ${JSON.stringify(out)} });
-        console.log(r.status, JSON.parse(readFileSync(r.runDir + '/run.json', 'utf8')).isolation);
-      }`;
-    const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['--input-type=module', '-e', source], { env: { PATH: bin }, timeout: 30_000 }, (_err, stdout, stderr) => resolve({ stdout, stderr })),
-    );
+    const bin = binFolder('bin-with-broken-setpriv', { link: ['unshare', 'setsid'], failing: { setpriv: 'setpriv: unrecognized option --pdeathsig' } });
+    const { stdout, stderr } = await runScript(`for (let i = 0; i < 2; i++) show(await roll());`, bin);
     expect(stdout.trim().split('\n')).toEqual(['passed unshare', 'passed unshare']);
-    const warnings = stderr.split('\n').filter((line) => line.startsWith('silo: '));
-    expect(warnings).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bubblewrap \(bwrap\) is not installed\), so it runs in Linux namespaces only/)]);
+    expect(warnings(stderr)).toEqual([expect.stringMatching(/^silo: bubblewrap cannot jail the sandbox here \(bubblewrap \(bwrap\) is not installed\), so it runs in Linux namespaces only/)]);
   }, 40_000);
 
   it('refuses an unknown SILO_SANDBOX with a usage error', async () => {
