@@ -63,6 +63,20 @@ const log = (text) => {
   if (!json) process.stderr.write(`${text}\n`);
 };
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * CPU time the whole machine has been busy since it booted (every core: user, nice, system, irq,
+ * softirq and steal; /proc/stat counts in hundredths of a second), ms; null without /proc/stat.
+ */
+function busyCpuMs() {
+  try {
+    const [, user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).map(Number);
+    const busy = user + nice + system + irq + softirq + (steal ?? 0);
+    return Number.isFinite(busy) ? busy * 10 : null;
+  } catch {
+    return null;
+  }
+}
 const round = (x, digits = 3) => Number(x.toFixed(digits));
 
 /**
@@ -288,22 +302,32 @@ for (let i = 0; i < TURNS; i++) {
 // the bare threads (Node's start, then the same threads). In turns, each order in every other turn.
 const BIN = fileURLToPath(new URL('../dist/bundle/bin.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./lib/bare-concurrency.mjs', import.meta.url));
+// Each run's wall, and the CPU time the whole machine was busy meanwhile (every core, every
+// process: the sandbox's too, which the command's own resource usage does not count once it is
+// killed), from /proc/stat; null where there is none.
 const processMs = (args) =>
   new Promise((resolve, reject) => {
+    const busy = busyCpuMs();
     const t = performance.now();
-    execFile(process.execPath, args, { maxBuffer: 2 ** 24 }, (err, _stdout, stderr) => (err ? reject(new Error(`${args.join(' ')} failed: ${stderr || err.message}`)) : resolve(performance.now() - t)));
+    execFile(process.execPath, args, { maxBuffer: 2 ** 24 }, (err, _stdout, stderr) => {
+      if (err) return reject(new Error(`${args.join(' ')} failed: ${stderr || err.message}`));
+      const ms = performance.now() - t;
+      const after = busyCpuMs();
+      resolve({ ms, busyMs: busy === null || after === null ? null : after - busy });
+    });
   });
 const cliTurns = [];
 for (let i = 0; i < TURNS; i++) {
   const cli = () => processMs([BIN, 'eval', 'fixtures/bench/tasks.mjs', '-t', 'bench/wait', '-a', 'fixtures/agents/bench-waiter.mjs', '-k', String(ROLLOUTS), '-c', String(ROLLOUTS), '--reuse-workers', '--out', out, '-r', 'json', '--output', join(out, 'cli-report.json')]);
   const bare = () => processMs([BARE, 'threads', String(ROLLOUTS), String(Math.ceil(ROLLOUTS / agentsPerReusedWorker(ROLLOUTS)))]);
   const turn = {};
-  if (i % 2 === 1) turn.bareMs = await bare();
-  turn.cliMs = await cli();
-  if (i % 2 === 0) turn.bareMs = await bare();
+  if (i % 2 === 1) ({ ms: turn.bareMs, busyMs: turn.bareBusyMs } = await bare());
+  ({ ms: turn.cliMs, busyMs: turn.cliBusyMs } = await cli());
+  if (i % 2 === 0) ({ ms: turn.bareMs, busyMs: turn.bareBusyMs } = await bare());
   cliTurns.push(turn);
 }
 const cliToBare = cliTurns.map((t) => t.cliMs / t.bareMs);
+const cliBusy = cliTurns.every((t) => t.cliBusyMs !== null && t.bareBusyMs !== null);
 
 const idealMs = 5 * 200;
 const turnsOf = (key) => turns.map((t) => t[key]);
@@ -507,6 +531,9 @@ const result = {
     bareThreadsProcessMs: round(median(cliTurns.map((t) => t.bareMs)), 0),
     cliReuseToBareThreads: cliToBare.map((x) => round(x, 3)),
     cliReuseToBareThreadsRatio: round(median(cliToBare), 3),
+    // CPU time the machine was busy during each (all cores, all processes; null without /proc/stat), ms.
+    cliReuseBusyCpuMs: cliBusy ? round(median(cliTurns.map((t) => t.cliBusyMs)), 0) : null,
+    bareThreadsProcessBusyCpuMs: cliBusy ? round(median(cliTurns.map((t) => t.bareBusyMs)), 0) : null,
     // A folder with one file, as fileSystem.folderWithFileUs, measured just before the turns.
     folderWithFileUs: round(fsUsBeforeConcurrency, 0),
   },
@@ -556,6 +583,7 @@ if (json) {
   console.log(`              without Silo: a Worker per agent ${c.bareWorkersMs} ms (Silo's default ${c.defaultToBareWorkersRatio}× that, target ≤ 1.15; turns ${c.defaultToBareWorkers.join(', ')}) · reused threads, a fresh module instance per agent ${c.bareThreadsMs} ms (--reuse-workers ${c.reuseToBareThreadsRatio}× that, target ≤ 1.15; turns ${c.reuseToBareThreads.join(', ')})`);
   console.log(`              medians of ${c.turns} turns · a folder with one file cost ${c.folderWithFileUs} µs just before them`);
   console.log(`              as whole processes: \`silo eval --reuse-workers\` ${c.cliReuseMs} ms · a process running the bare threads ${c.bareThreadsProcessMs} ms · ${c.cliReuseToBareThreadsRatio}× (turns ${c.cliReuseToBareThreads.join(', ')})`);
+  if (c.cliReuseBusyCpuMs !== null) console.log(`              CPU time the machine was busy meanwhile (all cores, the sandbox included): Silo ${c.cliReuseBusyCpuMs} ms · bare ${c.bareThreadsProcessBusyCpuMs} ms`);
   const g = r.gateway;
   console.log(`gateway       per request: direct ${g.directMsPerRequest} ms · through the gateway ${g.gatewayMsPerRequest} ms · added ${g.addedMsPerRequest} ms (target ≤ 1) · per chunk of a ${g.chunksPerStream}-chunk stream: added ${g.addedMsPerChunk} ms (target ≤ 0.2)`);
   console.log(`              ${g.clientsStreaming} clients streaming at once (5 × 20 chunks 10 ms apart, 4 rounds): ${g.clientsWallMsPerRound} ms a round · heap after each ${g.clientsHeapMbAfterRounds.join(' → ')} MiB · peak RSS ${g.clientsPeakRssMb} MiB${g.clientsFailed ? ` · ${g.clientsFailed} failed` : ''}`);
