@@ -386,9 +386,9 @@ describe('the fallback', () => {
     const bin = binFolder('bin-logging-ended', { logged: ['unshare', 'setpriv'], log });
     const { stdout } = await runScript(`const pool = new SandboxPool(); pool.warm([]); await pool.destroy(); console.log(pool.started);`, bin);
     expect(stdout.trim()).toBe('1');
-    // The launch (setpriv, then unshare if it got that far), and no probe (which runs \`true\`).
-    const launches = readFileSync(log, 'utf8').trim().split('\n');
-    expect(launches.length).toBeGreaterThanOrEqual(1);
+    // No probe (which runs \`true\`, and would log it). The launch is logged only if its wrapper got
+    // that far before the kill: the log may not exist at all.
+    const launches = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [];
     expect(launches.filter((line) => / true$/.test(line))).toEqual([]);
   }, 40_000);
 
