@@ -1,8 +1,9 @@
 // The whole-process --reuse-workers row of `npm run bench` for two builds at once, to tell whether
 // a change moved it: `node scripts/lib/reuse-row-turns.mjs <checkout A> <checkout B> [turns]`
-// (each a checkout built with `npm run build`; default 12 turns). Each turn runs A's `silo eval`,
-// B's and the bare process (scripts/lib/bare-concurrency.mjs), in an order that rotates from turn
-// to turn, and prints the medians of A/bare, B/bare and A/B over the turns.
+// (each a checkout built with `npm run build`, this one too; default 12 turns). Each turn runs A's
+// `silo eval`, B's and the bare process (scripts/lib/bare-concurrency.mjs, with as many threads as
+// the bench gives it), in an order that rotates from turn to turn, and prints the medians of
+// A/bare, B/bare and A/B over the turns.
 //
 // Each build's evals write into one folder of its own, kept until the end, as `npm run bench`
 // does. Removing a run's folder within the timed command (farm-bench with `rm -rf` in the command)
@@ -14,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { agentsPerReusedWorker } from '../../dist/src/pool/pool.js';
 
 const [a, b, turnsArg] = process.argv.slice(2);
 if (!a || !b) {
@@ -21,9 +23,15 @@ if (!a || !b) {
   process.exit(2);
 }
 const turns = Number(turnsArg ?? 12);
+if (!Number.isInteger(turns) || turns < 1) {
+  process.stderr.write(`turns must be a whole number of 1 or more, not '${turnsArg}'\n`);
+  process.exit(2);
+}
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const BARE = join(root, 'scripts/lib/bare-concurrency.mjs');
-const ROLLOUTS = '256';
+const ROLLOUTS = 256;
+// The bare process runs as many threads as Silo's reused workers would (4 on 2 cores), as the bench does.
+const THREADS = Math.ceil(ROLLOUTS / agentsPerReusedWorker(ROLLOUTS));
 
 /** Wall milliseconds of `node <args>`. */
 function wall(args) {
@@ -38,11 +46,12 @@ function silo(dir) {
   const out = mkdtempSync(join(tmpdir(), 'silo-row-'));
   outs.push(out);
   const bin = join(resolve(dir), 'dist/bundle/bin.js');
-  const args = [bin, 'eval', join(root, 'fixtures/bench/tasks.mjs'), '-t', 'bench/wait', '-a', join(root, 'fixtures/agents/bench-waiter.mjs'), '-k', ROLLOUTS, '-c', ROLLOUTS, '--reuse-workers', '-o', out];
+  // The bench's command: its report too (as JSON, into the folder).
+  const args = [bin, 'eval', join(root, 'fixtures/bench/tasks.mjs'), '-t', 'bench/wait', '-a', join(root, 'fixtures/agents/bench-waiter.mjs'), '-k', String(ROLLOUTS), '-c', String(ROLLOUTS), '--reuse-workers', '--out', out, '-r', 'json', '--output', join(out, 'cli-report.json')];
   return () => wall(args);
 }
 
-const commands = { A: silo(a), B: silo(b), bare: () => wall([BARE, 'threads', ROLLOUTS, '4']) };
+const commands = { A: silo(a), B: silo(b), bare: () => wall([BARE, 'threads', String(ROLLOUTS), String(THREADS)]) };
 const orders = [
   ['A', 'B', 'bare'],
   ['B', 'bare', 'A'],
