@@ -18,7 +18,8 @@
 //                 wall; and the same agents without Silo, a Worker each and in reused threads;
 //                 five turns of each, the ratios the medians of the turns' pairs; then the
 //                 --reuse-workers case as whole processes (`silo eval` against a process running
-//                 the bare threads), five turns
+//                 the bare threads, and against one running them in a child process, the process
+//                 boundary's own cost), five turns
 //   gateway       the model gateway against a scripted upstream called directly: ms added per
 //                 non-streamed request and per streamed chunk; then 256 rollouts whose agents stream
 //                 5 × ~200 ms from the upstream through one gateway at once (against the
@@ -299,7 +300,9 @@ for (let i = 0; i < TURNS; i++) {
 }
 // The --reuse-workers case as a user meets it: the whole `silo eval` command (Node's start, the
 // CLI, the task file, the sandbox, the artifacts and the report) against a whole process that runs
-// the bare threads (Node's start, then the same threads). In turns, each order in every other turn.
+// the bare threads (Node's start, then the same threads), and against one that runs them in a child
+// process (the process boundary's own cost). In turns, the three in an order that rotates from turn
+// to turn and is reversed every other turn, so that each runs before and after each other.
 const BIN = fileURLToPath(new URL('../dist/bundle/bin.js', import.meta.url));
 const BARE = fileURLToPath(new URL('./lib/bare-concurrency.mjs', import.meta.url));
 // Each run's wall, and the CPU time the whole machine was busy meanwhile (every core, every
@@ -319,14 +322,24 @@ const processMs = (args) =>
 const cliTurns = [];
 for (let i = 0; i < TURNS; i++) {
   const cli = () => processMs([BIN, 'eval', 'fixtures/bench/tasks.mjs', '-t', 'bench/wait', '-a', 'fixtures/agents/bench-waiter.mjs', '-k', String(ROLLOUTS), '-c', String(ROLLOUTS), '--reuse-workers', '--out', out, '-r', 'json', '--output', join(out, 'cli-report.json')]);
-  const bare = () => processMs([BARE, 'threads', String(ROLLOUTS), String(Math.ceil(ROLLOUTS / agentsPerReusedWorker(ROLLOUTS)))]);
+  const threads = String(Math.ceil(ROLLOUTS / agentsPerReusedWorker(ROLLOUTS)));
+  const bare = () => processMs([BARE, 'threads', String(ROLLOUTS), threads]);
+  // The same threads in a child process with an empty environment: the process boundary alone.
+  const child = () => processMs([BARE, 'child-threads', String(ROLLOUTS), threads]);
   const turn = {};
-  if (i % 2 === 1) ({ ms: turn.bareMs, busyMs: turn.bareBusyMs } = await bare());
-  ({ ms: turn.cliMs, busyMs: turn.cliBusyMs } = await cli());
-  if (i % 2 === 0) ({ ms: turn.bareMs, busyMs: turn.bareBusyMs } = await bare());
+  const runs = [
+    async () => ({ ms: turn.cliMs, busyMs: turn.cliBusyMs } = await cli()),
+    async () => ({ ms: turn.bareMs, busyMs: turn.bareBusyMs } = await bare()),
+    async () => ({ ms: turn.childMs } = await child()),
+  ];
+  const order = runs.map((_, k) => (i + k) % runs.length);
+  if (i % 2 === 1) order.reverse();
+  for (const k of order) await runs[k]();
   cliTurns.push(turn);
 }
 const cliToBare = cliTurns.map((t) => t.cliMs / t.bareMs);
+const childToBare = cliTurns.map((t) => t.childMs / t.bareMs);
+const cliToChild = cliTurns.map((t) => t.cliMs / t.childMs);
 const cliBusy = cliTurns.every((t) => t.cliBusyMs !== null && t.bareBusyMs !== null);
 
 const idealMs = 5 * 200;
@@ -531,6 +544,13 @@ const result = {
     bareThreadsProcessMs: round(median(cliTurns.map((t) => t.bareMs)), 0),
     cliReuseToBareThreads: cliToBare.map((x) => round(x, 3)),
     cliReuseToBareThreadsRatio: round(median(cliToBare), 3),
+    // The bare threads in a child process (empty environment): the process boundary's own cost,
+    // and Silo's command against that (what is left is Silo's own work).
+    bareThreadsChildProcessMs: round(median(cliTurns.map((t) => t.childMs)), 0),
+    childProcessToBareThreads: childToBare.map((x) => round(x, 3)),
+    childProcessToBareThreadsRatio: round(median(childToBare), 3),
+    cliReuseToChildProcess: cliToChild.map((x) => round(x, 3)),
+    cliReuseToChildProcessRatio: round(median(cliToChild), 3),
     // CPU time the machine was busy during each (all cores, all processes; null without /proc/stat), ms.
     cliReuseBusyCpuMs: cliBusy ? round(median(cliTurns.map((t) => t.cliBusyMs)), 0) : null,
     bareThreadsProcessBusyCpuMs: cliBusy ? round(median(cliTurns.map((t) => t.bareBusyMs)), 0) : null,
@@ -583,6 +603,7 @@ if (json) {
   console.log(`              without Silo: a Worker per agent ${c.bareWorkersMs} ms (Silo's default ${c.defaultToBareWorkersRatio}× that, target ≤ 1.15; turns ${c.defaultToBareWorkers.join(', ')}) · reused threads, a fresh module instance per agent ${c.bareThreadsMs} ms (--reuse-workers ${c.reuseToBareThreadsRatio}× that, target ≤ 1.15; turns ${c.reuseToBareThreads.join(', ')})`);
   console.log(`              medians of ${c.turns} turns · a folder with one file cost ${c.folderWithFileUs} µs just before them`);
   console.log(`              as whole processes: \`silo eval --reuse-workers\` ${c.cliReuseMs} ms · a process running the bare threads ${c.bareThreadsProcessMs} ms · ${c.cliReuseToBareThreadsRatio}× (turns ${c.cliReuseToBareThreads.join(', ')})`);
+  console.log(`              the bare threads in a child process (the process boundary alone, no sandbox) ${c.bareThreadsChildProcessMs} ms · ${c.childProcessToBareThreadsRatio}× the bare process (turns ${c.childProcessToBareThreads.join(', ')}) · Silo ${c.cliReuseToChildProcessRatio}× that (turns ${c.cliReuseToChildProcess.join(', ')})`);
   if (c.cliReuseBusyCpuMs !== null) console.log(`              CPU time the machine was busy meanwhile (all cores, the sandbox included): Silo ${c.cliReuseBusyCpuMs} ms · bare ${c.bareThreadsProcessBusyCpuMs} ms`);
   const g = r.gateway;
   console.log(`gateway       per request: direct ${g.directMsPerRequest} ms · through the gateway ${g.gatewayMsPerRequest} ms · added ${g.addedMsPerRequest} ms (target ≤ 1) · per chunk of a ${g.chunksPerStream}-chunk stream: added ${g.addedMsPerChunk} ms (target ≤ 0.2)`);

@@ -46,9 +46,22 @@ export const bareWorkers = (agents) => run(agents, agents);
 /** `threads` threads, a fresh module instance per agent. */
 export const bareThreads = (agents, threads) => run(agents, threads);
 
-// Run as a script (`node scripts/lib/bare-concurrency.mjs threads|workers AGENTS [THREADS]`), a
-// whole process that does only this: the baseline of a whole `silo eval` command.
+// Run as a script (`node scripts/lib/bare-concurrency.mjs threads|child-threads AGENTS THREADS`, or `workers AGENTS`),
+// a whole process that does only this: the baseline of a whole `silo eval` command. `child-threads`
+// runs `threads` in a child process with an empty environment, as Silo's sandbox runs its threads:
+// the least that putting the agents in a process of their own costs, before any work of Silo's.
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
   const [how, agents, threads] = process.argv.slice(2);
-  await (how === 'workers' ? bareWorkers(Number(agents)) : bareThreads(Number(agents), Number(threads)));
+  const whole = (text) => /^[1-9][0-9]*$/.test(text ?? '');
+  if (!['threads', 'workers', 'child-threads'].includes(how) || !whole(agents) || (how !== 'workers' && !whole(threads))) {
+    process.stderr.write('usage: node scripts/lib/bare-concurrency.mjs threads|child-threads AGENTS THREADS, or workers AGENTS\n');
+    process.exit(2);
+  }
+  if (how === 'child-threads') {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [process.argv[1], 'threads', agents, threads], { env: {}, stdio: ['ignore', 'ignore', 'inherit'] });
+    process.exitCode = await new Promise((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
+  } else {
+    await (how === 'workers' ? bareWorkers(Number(agents)) : bareThreads(Number(agents), Number(threads)));
+  }
 }
