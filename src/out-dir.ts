@@ -29,7 +29,8 @@ export async function outDirAccess<T>(outDir: string, work: () => T | Promise<T>
 /** The SiloError for a refused write under `outDir`, or undefined when `err` is something else. */
 export function outDirError(err: unknown, outDir: string, option = '--out'): SiloError | undefined {
   const e = err as NodeJS.ErrnoException | null;
-  const why = typeof e?.code === 'string' ? REFUSED[e.code] : undefined;
+  // A folder made with its parents is missing only when a link on the way points nowhere.
+  const why = typeof e?.code !== 'string' ? undefined : e.code === 'ENOENT' && e.syscall === 'mkdir' ? 'a link on the way points to nothing' : REFUSED[e.code];
   if (why === undefined || e === null) return undefined;
   const at = typeof e.path === 'string' && e.path !== outDir ? ` (${e.code} at ${e.path})` : ` (${e.code})`;
   return new SiloError(

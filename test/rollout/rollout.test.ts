@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -183,6 +183,20 @@ describe('run.json', () => {
       // Not after the agent's two minutes: it was stopped as soon as the folder was refused.
       expect(Date.now() - started).toBeLessThan(60_000);
       expect(world.verified).toBe(0);
+    } finally {
+      dir.remove();
+    }
+  });
+
+  it('names --out when a link on the way to it points to nothing', async () => {
+    const dir = tempDir('silo-dangling-');
+    try {
+      const dangling = join(dir.dir, 'dangling');
+      symlinkSync(join(dir.dir, 'nowhere'), dangling);
+      const error = await runRollout({ task: testWorld().task, agent: 'fixtures/agents/bench-caller.mjs', outDir: join(dangling, 'x') }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SiloError);
+      expect((error as SiloError).code).toBe('SILO_OUT_NOT_WRITABLE');
+      expect((error as SiloError).message).toMatch(/cannot write to .*dangling.x: a link on the way points to nothing \(ENOENT at .*\).*--out/);
     } finally {
       dir.remove();
     }
