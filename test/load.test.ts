@@ -1,9 +1,9 @@
 import { afterAll, describe, it, expect } from 'vitest';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { SiloError, type SiloErrorCode } from '../src/errors.js';
+import { describeModuleError, SiloError, type SiloErrorCode } from '../src/errors.js';
 import { loadTasks } from '../src/load.js';
 import { tempDir } from './helpers.js';
 
@@ -130,5 +130,35 @@ describe('importUserModule', () => {
       console.log(JSON.stringify({ loaded: typeof first.shared, own: first.shared === SiloError && second.shared === SiloError, fresh: first.fresh !== second.fresh }));`;
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
     expect(JSON.parse(out)).toEqual({ loaded: 'function', own: true, fresh: true });
+  });
+});
+
+describe('a .js file with import or export in a package that is not "type": "module"', () => {
+  const dir = tempDir('silo-load-esm-js-');
+  afterAll(() => dir.remove());
+
+  it('is refused as a task file in one line that says to rename it .mjs or set "type": "module", without Node\'s own warning', () => {
+    // What `npm init -y` writes; Node takes the .js file as CommonJS.
+    writeFileSync(join(dir.dir, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
+    const file = join(dir.dir, 'tasks.js');
+    writeFileSync(file, "import { join } from 'node:path';\nexport default [];\n");
+    // Run by Node on the built files, as a command loads it (vitest would load the file its own way).
+    const script = `
+      const { loadTasks } = await import(${JSON.stringify(pathToFileURL(resolve('dist/src/load.js')).href)});
+      await loadTasks([${JSON.stringify(file)}]).catch((err) => console.log(JSON.stringify({ code: err.code, message: err.message })));`;
+    const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: dir.dir, encoding: 'utf8' });
+    const { code, message } = JSON.parse(out.stdout) as { code: string; message: string };
+    expect(code).toBe('SILO_TASK_LOAD_FAILED');
+    expect(message).toBe(`cannot load task file ${file}: ${file} uses import or export, but Node loads a .js file as CommonJS unless its package.json says "type": "module": rename it .mjs, or set "type": "module"`);
+    expect(out.stderr).not.toContain('To load an ES module');
+  });
+
+  it('is described the same way when tsx reports it as a require cycle (an agent), and a .ts file is not', () => {
+    const cycle = new Error('Cannot require() ES Module /p/a.js in a cycle.');
+    expect(describeModuleError(cycle, '/p/a.js')).toMatch(/^\/p\/a\.js uses import or export, .*rename it \.mjs/);
+    expect(describeModuleError(new SyntaxError("Unexpected token 'export'"), '/p/a.js')).toMatch(/rename it \.mjs, or set "type": "module"$/);
+    expect(describeModuleError(new Error('Cannot require() ES Module /p/a.ts in a cycle.'), '/p/a.ts')).toMatch(/did not compile .*rename it \.mts/);
+    // A .mjs file is an ES module whatever its package says: a syntax error there is one.
+    expect(describeModuleError(new SyntaxError("Unexpected token 'export'"), '/p/a.mjs')).toMatch(/^syntax error in \/p\/a\.mjs/);
   });
 });
