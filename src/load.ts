@@ -141,7 +141,7 @@ export async function loadTasks(paths: readonly string[]): Promise<LoadedTask[]>
 }
 
 async function loadTaskFile(file: string): Promise<Task[]> {
-  if (!existsSync(file)) throw new SiloError('SILO_TASK_FILE_NOT_FOUND', `task file not found: ${file}`);
+  if (!existsSync(file)) throw new SiloError('SILO_TASK_FILE_NOT_FOUND', `task file not found: ${file}; pass the path of a module that default-exports a task or a list of them (\`silo init\` writes one)`);
   if (!statSync(file).isFile()) {
     throw new SiloError('SILO_TASK_FILE_NOT_FOUND', `${file} is a directory; \`silo run\` takes a task file (\`silo eval\` takes folders)`);
   }

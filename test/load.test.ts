@@ -50,7 +50,7 @@ describe('loadTasks', () => {
 
   it('says a missing file is not found (SILO_TASK_FILE_NOT_FOUND)', async () => {
     const message = await loadError(['fixtures/tasks/nope.tasks.ts'], 'SILO_TASK_FILE_NOT_FOUND');
-    expect(message).toBe(`task file not found: ${resolve('fixtures/tasks/nope.tasks.ts')}`);
+    expect(message).toBe(`task file not found: ${resolve('fixtures/tasks/nope.tasks.ts')}; pass the path of a module that default-exports a task or a list of them (\`silo init\` writes one)`);
   });
 
   it('treats a directory as not a task file', async () => {

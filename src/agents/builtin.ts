@@ -36,6 +36,12 @@ export function parseBuiltinAgent(agent: string): BuiltinAgent | null {
   return { provider, model, path: join(PACKAGE_ROOT, 'dist', 'src', 'agents', spec.module) };
 }
 
+/** The error for an agent file that is not there; one written `name:model` is told the built-in agents' names. */
+export function agentNotFound(path: string, given: string): SiloError {
+  const builtins = /^[a-z][a-z0-9-]*:[^/\\]/i.test(given) ? ' (the built-in agents are openai:<model> and anthropic:<model>)' : '';
+  return new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${path}; pass the path of a module that default-exports the agent function${builtins}`);
+}
+
 /**
  * Throws the one-line usage error when the SDK a built-in agent runs on is not installed (the SDKs
  * are optional dependencies: `npm install openai` for `openai:<model>`).

@@ -17,7 +17,7 @@ export function registerCompare(program: Command): void {
   program
     .command('compare')
     .description('compare two evals task by task: did a change help, or did it break something?')
-    .argument('<evalA>', 'the baseline: an evalId, a unique prefix of one, or an eval folder')
+    .argument('<evalA>', 'the baseline: an evalId, a unique prefix or suffix of one, or an eval folder')
     .argument('<evalB>', 'the eval to judge against it')
     .option('-o, --out <dir>', 'artifact folder to look in', '.silo')
     .option('--json', 'print the comparison as JSON: { a, b, tasks, onlyA, onlyB, overall }')

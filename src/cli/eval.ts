@@ -73,7 +73,7 @@ export function registerEval(program: Command): void {
     .option('-t, --task <id>', 'only tasks with this id or glob, e.g. "retail/test/*" (repeatable)', collect)
     .option('--tag <tag>', 'only tasks with this tag (repeatable; ANDed with --task)', collect)
     .addOption(new Option('-r, --reporter <name>', 'report format').choices(REPORTERS).default('default'))
-    .option('--output <file>', 'write the report to a file instead of stdout')
+    .option('--output <file>', 'write the report to a file instead of stdout (for -r json and junit, stdout still shows the table)')
     .option('--resume <evalId>', 'continue an eval (its id, or a unique prefix or suffix): same options, only the runs not yet finished')
     .option('--eval-id <id>', "the new eval's id (letters, digits, . _ -) instead of a fresh ULID; give the shards of one split the same id")
     .option('--queue <url>', 'run the rollouts on `silo worker` processes through this Redis, e.g. redis://10.0.0.5:6379 (this process coordinates)')

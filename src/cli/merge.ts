@@ -19,7 +19,7 @@ export function registerMerge(program: Command): void {
     .option('-o, --out <dir>', 'where the merged eval goes: <dir>/evals/<evalId>/, run folders copied to <dir>/runs/', '.silo')
     .option('--eval-id <id>', "the merged eval's id (default: the shards' evalId if they share one, else a fresh ULID)")
     .addOption(new Option('-r, --reporter <name>', 'report format').choices(REPORTERS).default('default'))
-    .option('--output <file>', 'write the report to a file instead of stdout')
+    .option('--output <file>', 'write the report to a file instead of stdout (for -r json and junit, stdout still shows the table)')
     .option('--min-pass-rate <r>', 'exit 0 when the pass rate reaches r (0..1), even if some runs failed', rate)
     .addHelpText(
       'after',

@@ -18,7 +18,7 @@ export function registerRegrade(program: Command): void {
   program
     .command('regrade')
     .description("grade stored runs again with today's verifiers, without running any agent (after fixing a verifier)")
-    .argument('<target>', 'an evalId or runId (or a unique prefix), an eval folder, a run folder, or an --out folder holding one eval')
+    .argument('<target>', 'an evalId or runId (or a unique prefix or suffix of one), an eval folder, a run folder, or an --out folder holding one eval')
     .option('-o, --out <dir>', 'artifact folder to look in', '.silo')
     .option('--tasks <path>', 'take the tasks (by id) from these files or folders instead (repeatable): tasks that moved, shards from other checkouts', collect)
     .option('-c, --concurrency <n>', 'runs graded at once (raise it for verifiers that wait, such as a model as judge)', integer(1), DEFAULT_REGRADE_CONCURRENCY)

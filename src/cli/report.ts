@@ -13,7 +13,7 @@ export function registerReport(program: Command): void {
   program
     .command('report')
     .description('write an eval as one HTML file: summary, charts, filterable runs, each run\'s timeline and checks')
-    .argument('[eval]', 'an evalId, a unique prefix of one, or an eval folder (default: the latest eval)')
+    .argument('[eval]', 'an evalId, a unique prefix or suffix of one, or an eval folder (default: the latest eval)')
     .option('-o, --out <dir>', 'artifact folder to look in', '.silo')
     .option('--output <file>', 'where to write the page (default: <out>/evals/<evalId>/report.html)')
     .option('--details <n>', `runs whose full detail goes in the page, failed first (default ${DEFAULT_REPORT_LIMITS.maxDetailRuns})`, integer(0))

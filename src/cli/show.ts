@@ -8,7 +8,7 @@ export function registerShow(program: Command): void {
   program
     .command('show')
     .description('show a run: header, timeline of calls and results, changes to the world, checks')
-    .argument('[run]', 'a runId, a unique prefix of one, or a run folder (default: the latest run)')
+    .argument('[run]', 'a runId, a unique prefix or suffix of one, or a run folder (default: the latest run)')
     .option('-o, --out <dir>', 'artifact folder to look in', '.silo')
     .option('--json', 'print { run, result, diagnosis, trace, diff } as JSON')
     .action(async (ref: string | undefined, flags: { out: string; json?: boolean }) => {

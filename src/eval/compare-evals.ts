@@ -12,7 +12,7 @@ import { EvalStore } from './store.js';
 
 /** Options of compareEvals. */
 export interface CompareOptions extends CompareStatsOptions {
-  /** The baseline: an evalId, a unique prefix of one, or an eval folder. */
+  /** The baseline: an evalId, a unique prefix or suffix of one, or an eval folder. */
   a: string;
   /** The eval to judge against it. */
   b: string;

@@ -58,7 +58,7 @@ export function formatProgress(p: EvalProgress): string {
   const secondsLeft = etaSeconds(p, rate);
   const eta = secondsLeft === undefined ? 'ETA –' : `ETA ${duration(secondsLeft)}`;
   const retries = p.retries > 0 ? ` · ${p.retries} retried` : '';
-  return `${p.done}/${p.total} · ${p.passed} passed, ${p.failed} failed, ${p.errors} errors${retries} · ${p.running} running · ${rate.toFixed(1)}/s · ${eta}`;
+  return `${p.done}/${p.total} · ${p.passed} passed, ${p.failed} failed, ${p.errors} ${p.errors === 1 ? 'error' : 'errors'}${retries} · ${p.running} running · ${rate.toFixed(1)}/s · ${eta}`;
 }
 
 /**

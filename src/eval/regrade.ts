@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { SiloError } from '../errors.js';
 import { loadTasks } from '../load.js';
 import { DEFAULT_OUT_DIR } from '../options.js';
-import { listEvalIds, listRunIds, readJson } from '../inspect/runs.js';
+import { listEvalIds, listRunIds, matchIds, readJson } from '../inspect/runs.js';
 import type { EvalRunLine, EvalSummary, RunRecord, RunStatus, Task } from '../types.js';
 import { withBaseline } from './compare.js';
 import { discoverTaskFiles } from './discover.js';
@@ -30,7 +30,7 @@ export { DEFAULT_REGRADE_CONCURRENCY };
 /** Options of regrade. */
 export interface RegradeOptions {
   /**
-   * What to grade again: an evalId or runId (or a unique prefix of one) in `outDir`, an eval
+   * What to grade again: an evalId or runId (or a unique prefix or suffix of one) in `outDir`, an eval
    * folder (`<out>/evals/<evalId>`), a run folder (`<out>/runs/<runId>`), or an `--out` folder that
    * holds one eval.
    */
@@ -197,15 +197,12 @@ function resolveTarget(ref: string, outDir: string): Target {
         : `${dir} holds ${evals.length} evals; give one: ${join(dir, 'evals', evals[0]!)}`,
     );
   }
-  const wanted = ref.toUpperCase();
-  const pick = (ids: string[]): string[] => {
-    const exact = ids.filter((id) => id.toUpperCase() === wanted);
-    return exact.length > 0 ? exact : ids.filter((id) => id.toUpperCase().startsWith(wanted));
-  };
-  const evals = pick(listEvalIds(outDir).filter((id) => existsSync(join(outDir, 'evals', id, 'summary.json'))));
-  const runs = pick(listRunIds(join(outDir, 'runs')));
+  // (an eval and its runs have ids made in the same milliseconds: a short prefix can name both)
+  const evals = matchIds(listEvalIds(outDir).filter((id) => existsSync(join(outDir, 'evals', id, 'summary.json'))), ref);
+  const runs = matchIds(listRunIds(join(outDir, 'runs')), ref);
   if (evals.length + runs.length > 1) {
-    throw new SiloError('SILO_USAGE', `${ref} matches ${evals.length + runs.length} evals and runs in ${outDir}; give more of the id`);
+    const named = [...evals, ...runs].slice(0, 3).join(', ');
+    throw new SiloError('SILO_USAGE', `${ref} matches ${counted(evals.length, 'eval')} and ${counted(runs.length, 'run')} in ${outDir} (${named}${evals.length + runs.length > 3 ? ', ...' : ''}); give more of the id`);
   }
   if (evals.length === 1) return evalTarget(outDir, evals[0]!);
   if (runs.length === 1) return { outDir, runDirs: [join(outDir, 'runs', runs[0]!)] };
@@ -272,4 +269,9 @@ function taskFinder(paths: string[] | undefined, evalFiles: readonly string[] | 
 /** A regrade's one-line outcome, for people. */
 export function describeRefusal(r: RegradeRefusal): string {
   return `${r.runId} ${r.taskId}${r.trial === undefined ? '' : ` trial ${r.trial}`}: ${r.reason}: ${r.message}`;
+}
+
+/** `n` and the noun, in the plural unless n is 1. */
+function counted(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

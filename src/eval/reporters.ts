@@ -44,7 +44,7 @@ export function tableReport(summary: EvalSummary, s: Style): string {
   const suspicious = t.suspicious ? ` (${s.yellow(`${t.suspicious} suspicious`)})` : '';
   out.push(
     '',
-    `${t.runs} runs · ${s.green(`${t.passed} passed`)}${suspicious} · ${t.failed ? s.red(`${t.failed} failed`) : '0 failed'} · ${t.errors ? s.yellow(plural(t.errors, 'error')) : '0 errors'}` +
+    `${plural(t.runs, 'run')} · ${s.green(`${t.passed} passed`)}${suspicious} · ${t.failed ? s.red(`${t.failed} failed`) : '0 failed'} · ${t.errors ? s.yellow(plural(t.errors, 'error')) : '0 errors'}` +
       `${t.retries ? ` · ${t.retries} retried` : ''} · pass rate ${pct(t.passRate)}${ci} · ${ms(summary.durationMs ?? 0)}${status}`,
     s.dim(`eval ${summary.evalId} · trials ${summary.trials} · pass@k/pass^k for k in ${ks.join(', ') || '–'} in summary.json`),
   );

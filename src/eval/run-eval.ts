@@ -17,7 +17,7 @@ import { thisProcess } from '../owner.js';
 import type { Isolation } from '../pool/pool.js';
 import { createRunner } from '../pool/runners.js';
 import type { AgentOptions, EvalOptionsRecord, EvalRunLine, EvalSummary, Limits, RunResult } from '../types.js';
-import { parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
+import { agentNotFound, parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
 import { withBaseline } from './compare.js';
 import { baselineReader } from './compare-evals.js';
 import { gatewayFor } from '../gateway/shared.js';
@@ -422,7 +422,7 @@ function checkEnvNames(stored: readonly string[], env: Record<string, string>, r
 function checkAgent(agent: string): void {
   if (parseBuiltinAgent(agent)) return;
   if (!existsSync(agent) || !statSync(agent).isFile()) {
-    throw new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${agent}; pass the path of a module that default-exports the agent function`);
+    throw agentNotFound(agent, agent);
   }
 }
 

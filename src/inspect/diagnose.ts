@@ -107,7 +107,9 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
 
   const limit = trace.find((e) => e.type === 'limit_exceeded');
   if (termination === 'timeout' || termination === 'tool_call_limit' || termination === 'model_limit' || termination === 'out_of_memory') {
-    findings.push({ code: termination, ...(limit ? { seq: limit.seq } : {}), message: limit?.type === 'limit_exceeded' ? limit.message : termination });
+    // (the limit's message starts with its own name, "timeout: …", which the finding's code already says)
+    const message = limit?.type === 'limit_exceeded' ? limit.message.replace(/^(timeout|tool call limit): /, '') : termination;
+    findings.push({ code: termination, ...(limit ? { seq: limit.seq } : {}), message });
   } else if (termination === 'crashed') {
     const threw = trace.find((e) => e.type === 'agent_threw');
     findings.push({ code: 'crashed', ...(threw ? { seq: threw.seq } : {}), message: threw?.type === 'agent_threw' ? threw.error.message : "the agent's worker ended before it returned" });

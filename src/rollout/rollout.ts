@@ -16,7 +16,7 @@ import type { AgentRunner, Isolation } from '../pool/pool.js';
 import { sharedPool } from '../pool/runners.js';
 import type { AgentOptions, ErrorInfo, Limits, ResultRecord, RunRecord, RunResult, Task, Termination } from '../types.js';
 import { runAgent, type AgentDriver, type AgentPhase } from './agent.js';
-import { parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
+import { agentNotFound, parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
 import { RunArtifacts } from './artifacts.js';
 import type { Change } from './diff.js';
 import { grade, type Grade } from './grade.js';
@@ -572,7 +572,7 @@ function resolveAgentFile(agent: string): string {
     // (not reachable, as existsSync says of it)
   }
   if (stats === undefined) {
-    throw new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${path}; pass the path of a module that default-exports the agent function`);
+    throw agentNotFound(path, agent);
   }
   if (!stats.isFile()) {
     throw new SiloError('SILO_AGENT_NOT_FOUND', `${path} is a directory; pass the agent's module file`);

@@ -59,6 +59,7 @@ describe('silo run', () => {
   it.each([
     [['run', 'missing.ts', '--agent', SOLVER], /task file not found: .*missing\.ts/],
     [['run', TASKS, '--agent', 'missing-agent.ts'], /agent file not found/],
+    [['run', TASKS, '--agent', 'openia:gpt-4o'], /agent file not found: .*openia:gpt-4o; .*\(the built-in agents are openai:<model> and anthropic:<model>\)/],
     [['run', TASKS], /^silo: --agent is required: the agent module/],
     [['run', TASKS, '--agent', SOLVER, '--timeout', 'soon'], /--timeout <ms>.*expected an integer/],
     [['run', TASKS, '--agent', SOLVER, '--task', 'nope/*'], /no task matches --task nope\/\*/],

@@ -25,7 +25,7 @@ function stream(isTTY: boolean): NodeJS.WriteStream & { text: string } {
 
 describe('formatProgress', () => {
   it('shows done/total, passed/failed/errors, what is running, the rate and the ETA', () => {
-    expect(formatProgress(progress())).toBe('20/100 · 15 passed, 4 failed, 1 errors · 8 running · 2.0/s · ETA 40s');
+    expect(formatProgress(progress())).toBe('20/100 · 15 passed, 4 failed, 1 error · 8 running · 2.0/s · ETA 40s');
   });
 
   it('shows retries only when there are some', () => {

@@ -202,6 +202,17 @@ describe('regrade refuses and skips', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^silo: no eval or run NOPE in /);
   });
+
+  it('says how many evals and runs a short id names (an eval and its runs share their first characters)', async () => {
+    const out = join(tmp.dir, 'ambiguous');
+    const store = new EvalStore(out, '01ABCEVAL');
+    await store.open();
+    await store.writeSummary({ ...(JSON.parse('{}') as EvalSummary), evalId: '01ABCEVAL', status: 'completed' });
+    await store.close();
+    mkdirSync(join(out, 'runs', '01ABCRUN1'), { recursive: true });
+    writeFileSync(join(out, 'runs', '01ABCRUN1', 'run.json'), '{}\n');
+    await expect(regrade({ target: '01abc', outDir: out })).rejects.toThrow(/^01abc matches 1 eval and 1 run in .*ambiguous \(01ABCEVAL, 01ABCRUN1\); give more of the id$/);
+  });
 });
 
 describe('regrade imports only the task files of the eval', () => {

@@ -168,6 +168,15 @@ describe('diagnose', () => {
     expect(run({ trace, termination: 'crashed', status: 'failed' })).toContainEqual({ code: 'crashed', seq: 1, at: 'the throw', message: 'the agent called process.exit(3)' });
   });
 
+  it('says why a limit ended the run without naming the limit twice (the code names it)', () => {
+    const timedOut = traceOf(started, { type: 'limit_exceeded', limit: 'timeoutMs', message: 'timeout: the agent ran for 1000 ms (timeoutMs)' });
+    const [finding] = run({ trace: timedOut, termination: 'timeout', status: 'failed' }).filter((f) => f.code === 'timeout');
+    expect(finding?.message).toBe('the agent ran for 1000 ms (timeoutMs)');
+    const tooMany = traceOf(started, { type: 'limit_exceeded', limit: 'maxToolCalls', message: 'tool call limit: the agent made more than 2 calls (maxToolCalls)' });
+    const [limited] = run({ trace: tooMany, termination: 'tool_call_limit', status: 'failed' }).filter((f) => f.code === 'tool_call_limit');
+    expect(limited?.message).toBe('the agent made more than 2 calls (maxToolCalls)');
+  });
+
   it('names the place of each finding as the timelines number it: call #n, not the event number', () => {
     // The timeline prints calls as #1, #2 ...; event seq 4 is call #2 here.
     const trace = traceOf(
