@@ -88,11 +88,14 @@ export function toErrorInfo(err: unknown, code = 'error'): { code: string; messa
   return { code, message };
 }
 
-/** What Node says of import or export in a file it loads as CommonJS. */
-const ESM_AS_COMMONJS = /^(Cannot use import statement outside a module|Unexpected token 'export')/;
+/** What Node says of import, export or import.meta in a file it loads as CommonJS. */
+const ESM_AS_COMMONJS = /^(Cannot use import statement outside a module|Unexpected token 'export'|Cannot use 'import\.meta' outside a module)/;
 
-/** One line saying why a user module did not load, with the location where one is known. */
-export function describeModuleError(err: unknown, file: string): string {
+/**
+ * One line saying why a user module did not load, with the location where one is known.
+ * `commonJs`: the file loads as CommonJS (a .js file of a package that is not "type": "module").
+ */
+export function describeModuleError(err: unknown, file: string, commonJs = false): string {
   const lines = describeError(err)
     .split('\n')
     .map((l) => l.trim())
@@ -100,10 +103,10 @@ export function describeModuleError(err: unknown, file: string): string {
   // esbuild (through tsx): "Transform failed with 1 error:" then "<file>:<line>:<col>: ERROR: ...".
   if (/^Transform failed/.test(lines[0] ?? '') && lines[1]) return `syntax error: ${lines[1]}`;
   const first = lines[0] ?? 'unknown error';
-  // A .js file with import or export in a package that is not "type": "module" (what `npm init -y`
-  // writes): Node takes it as CommonJS, and says so as a syntax error (or, through tsx, a cycle).
-  if (/\.js$/.test(file) && (ESM_AS_COMMONJS.test(first) || /^Cannot require\(\) ES Module .* in a cycle/.test(first))) {
-    return `${file} uses import or export, but Node loads a .js file as CommonJS unless its package.json says "type": "module": rename it .mjs, or set "type": "module"`;
+  // A .js file with import or export in a "type": "commonjs" package (what `npm init -y` writes):
+  // Node takes it as CommonJS, and says so as a syntax error (or, through tsx, a cycle).
+  if (commonJs && /\.js$/.test(file) && (ESM_AS_COMMONJS.test(first) || /^Cannot require\(\) ES Module .* in a cycle/.test(first))) {
+    return `${file} uses import, export or import.meta, but Node loads it as CommonJS (its package.json does not say "type": "module"): rename it .mjs, or set "type": "module"`;
   }
   // tsx's CommonJS path reports a TypeScript syntax error this way outside a "type": "module" package.
   if (/^Cannot require\(\) ES Module .* in a cycle/.test(first)) {

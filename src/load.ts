@@ -8,7 +8,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeModuleError, SiloError, type SiloErrorCode } from './errors.js';
-import { esModuleExports, isTypeScript } from './typescript.js';
+import { esModuleExports, isCommonJs, isTypeScript } from './typescript.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { compileTool, prepareValidators } from './rollout/validate.js';
 import type { Environment, Task } from './types.js';
@@ -53,30 +53,10 @@ export async function importUserModule(file: string): Promise<Record<string, unk
     Module.register(SHARED_SILO_HOOKS, { data: pathToFileURL(OWN_FILES).href });
     mod = (await scoped.import(url, import.meta.url)) as Record<string, unknown>;
   } else {
-    mod = (await withoutModuleHint(() => import(url))) as Record<string, unknown>;
+    mod = (await import(url)) as Record<string, unknown>;
   }
   return esModuleExports(mod);
 }
-
-/**
- * Runs `load` without Node's warning on import or export in a file it loads as CommonJS ("To load
- * an ES module, set …"): the error that follows says it, once (describeModuleError). Node emits
- * that warning as an event at once, not through process.emitWarning, so the event is held back.
- */
-async function withoutModuleHint<T>(load: () => Promise<T>): Promise<T> {
-  const emit = process.emit;
-  process.emit = function (this: NodeJS.Process, event: string | symbol, ...args: unknown[]): boolean {
-    const warning = args[0] as { message?: unknown } | undefined;
-    if (event === 'warning' && typeof warning?.message === 'string' && warning.message.startsWith('To load an ES module')) return false;
-    return (emit as (...a: unknown[]) => boolean).call(this, event, ...args);
-  } as typeof process.emit;
-  try {
-    return await load();
-  } finally {
-    process.emit = emit;
-  }
-}
-
 
 /** TypeScript task files loaded compiled so far (each load is a module of its own). */
 let loads = 0;
@@ -149,7 +129,7 @@ async function loadTaskFile(file: string): Promise<Task[]> {
   try {
     mod = await importUserModule(file);
   } catch (err) {
-    throw new SiloError('SILO_TASK_LOAD_FAILED', `cannot load task file ${file}: ${describeModuleError(err, file)}`, { cause: err });
+    throw new SiloError('SILO_TASK_LOAD_FAILED', `cannot load task file ${file}: ${describeModuleError(err, file, isCommonJs(file))}`, { cause: err });
   }
   const exported = mod.default;
   if (exported === undefined) {

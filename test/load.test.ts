@@ -133,32 +133,42 @@ describe('importUserModule', () => {
   });
 });
 
-describe('a .js file with import or export in a package that is not "type": "module"', () => {
+describe('a .js file with import or export in a "type": "commonjs" package', () => {
   const dir = tempDir('silo-load-esm-js-');
   afterAll(() => dir.remove());
 
-  it('is refused as a task file in one line that says to rename it .mjs or set "type": "module", without Node\'s own warning', () => {
-    // What `npm init -y` writes; Node takes the .js file as CommonJS.
-    writeFileSync(join(dir.dir, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
-    const file = join(dir.dir, 'tasks.js');
-    writeFileSync(file, "import { join } from 'node:path';\nexport default [];\n");
-    // Run by Node on the built files, as a command loads it (vitest would load the file its own way).
+  /** What loadTasks says of `source` as tasks.js in a package of `type`, run by Node on the built files (vitest would load the file its own way). */
+  function loadMessage(type: string, source: string): { code: string; message: string; file: string } {
+    const project = join(dir.dir, type);
+    mkdirSync(project, { recursive: true });
+    writeFileSync(join(project, 'package.json'), `${JSON.stringify({ type })}\n`);
+    const file = join(project, 'tasks.js');
+    writeFileSync(file, source);
     const script = `
       const { loadTasks } = await import(${JSON.stringify(pathToFileURL(resolve('dist/src/load.js')).href)});
       await loadTasks([${JSON.stringify(file)}]).catch((err) => console.log(JSON.stringify({ code: err.code, message: err.message })));`;
-    const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: dir.dir, encoding: 'utf8' });
-    const { code, message } = JSON.parse(out.stdout) as { code: string; message: string };
+    const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
+    return { ...(JSON.parse(out.stdout) as { code: string; message: string }), file };
+  }
+
+  it('is refused as a task file in one line that says to rename it .mjs or set "type": "module"', () => {
+    // What `npm init -y` writes; Node takes the .js file as CommonJS.
+    const { code, message, file } = loadMessage('commonjs', "import { join } from 'node:path';\nexport default [];\n");
     expect(code).toBe('SILO_TASK_LOAD_FAILED');
-    expect(message).toBe(`cannot load task file ${file}: ${file} uses import or export, but Node loads a .js file as CommonJS unless its package.json says "type": "module": rename it .mjs, or set "type": "module"`);
-    expect(out.stderr).not.toContain('To load an ES module');
+    expect(message).toBe(`cannot load task file ${file}: ${file} uses import, export or import.meta, but Node loads it as CommonJS (its package.json does not say "type": "module"): rename it .mjs, or set "type": "module"`);
+  });
+
+  it('is not told so in a "type": "module" package, where an export out of place is a syntax error', () => {
+    const { message, file } = loadMessage('module', 'if (true) { export const a = 1; }\nexport default [];\n');
+    expect(message).toMatch(new RegExp(`^cannot load task file .*: syntax error in ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: Unexpected token 'export'`));
   });
 
   it('is described the same way when tsx reports it as a require cycle (an agent), and a .ts file is not', () => {
     const cycle = new Error('Cannot require() ES Module /p/a.js in a cycle.');
-    expect(describeModuleError(cycle, '/p/a.js')).toMatch(/^\/p\/a\.js uses import or export, .*rename it \.mjs/);
-    expect(describeModuleError(new SyntaxError("Unexpected token 'export'"), '/p/a.js')).toMatch(/rename it \.mjs, or set "type": "module"$/);
-    expect(describeModuleError(new Error('Cannot require() ES Module /p/a.ts in a cycle.'), '/p/a.ts')).toMatch(/did not compile .*rename it \.mts/);
-    // A .mjs file is an ES module whatever its package says: a syntax error there is one.
-    expect(describeModuleError(new SyntaxError("Unexpected token 'export'"), '/p/a.mjs')).toMatch(/^syntax error in \/p\/a\.mjs/);
+    expect(describeModuleError(cycle, '/p/a.js', true)).toMatch(/^\/p\/a\.js uses import, export or import\.meta, .*rename it \.mjs/);
+    expect(describeModuleError(new SyntaxError("Cannot use 'import.meta' outside a module"), '/p/a.js', true)).toMatch(/rename it \.mjs, or set "type": "module"$/);
+    // Only for a file that loads as CommonJS.
+    expect(describeModuleError(new SyntaxError("Unexpected token 'export'"), '/p/a.js', false)).toMatch(/^syntax error in \/p\/a\.js/);
+    expect(describeModuleError(new Error('Cannot require() ES Module /p/a.ts in a cycle.'), '/p/a.ts', true)).toMatch(/did not compile .*rename it \.mts/);
   });
 });

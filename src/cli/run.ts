@@ -186,7 +186,7 @@ async function runTasks(taskFile: string, flags: RunFlags, agent: string, pool: 
     const parts = [
       s.green(`${passed} passed`) + (suspicious ? ` (${s.yellow(`${suspicious} suspicious`)})` : ''),
       failed ? s.red(`${failed} failed`) : '',
-      errors ? s.yellow(`${errors} error`) : '',
+      errors ? s.yellow(`${errors} ${errors === 1 ? 'error' : 'errors'}`) : '',
     ].filter(Boolean);
     const runsDir = join(resolve(flags.out), 'runs');
     const where = relative(process.cwd(), runsDir).startsWith('..') ? runsDir : relative(process.cwd(), runsDir);

@@ -198,15 +198,20 @@ function resolveTarget(ref: string, outDir: string): Target {
     );
   }
   // (an eval and its runs have ids made in the same milliseconds: a short prefix can name both)
-  const evals = matchIds(listEvalIds(outDir).filter((id) => existsSync(join(outDir, 'evals', id, 'summary.json'))), ref);
-  const runs = matchIds(listRunIds(join(outDir, 'runs')), ref);
+  const evalIds = listEvalIds(outDir).filter((id) => existsSync(join(outDir, 'evals', id, 'summary.json')));
+  const runIds = listRunIds(join(outDir, 'runs'));
+  // An id given whole is that one, whatever else it begins or ends (`--eval-id 7`, say).
+  const exact = (ids: string[]): string[] => ids.filter((id) => id.toUpperCase() === ref.toUpperCase());
+  const whole = exact(evalIds).length + exact(runIds).length > 0;
+  const evals = whole ? exact(evalIds).slice(0, 1) : matchIds(evalIds, ref);
+  const runs = whole ? exact(runIds).slice(0, 1) : matchIds(runIds, ref);
   if (evals.length + runs.length > 1) {
     const named = [...evals, ...runs].slice(0, 3).join(', ');
     throw new SiloError('SILO_USAGE', `${ref} matches ${counted(evals.length, 'eval')} and ${counted(runs.length, 'run')} in ${outDir} (${named}${evals.length + runs.length > 3 ? ', ...' : ''}); give more of the id`);
   }
   if (evals.length === 1) return evalTarget(outDir, evals[0]!);
   if (runs.length === 1) return { outDir, runDirs: [join(outDir, 'runs', runs[0]!)] };
-  throw new SiloError('SILO_USAGE', `no eval or run ${ref} in ${outDir}; give an evalId or runId (see \`silo ls\`), or a folder`);
+  throw new SiloError('SILO_USAGE', `no eval or run ${ref} in ${outDir}; give an evalId or runId, a unique prefix or suffix of one (see \`silo ls\`), or a folder`);
 }
 
 function evalTarget(outDir: string, evalId: string): Target {

@@ -24,7 +24,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Script } from 'node:vm';
 import { SiloError } from '../errors.js';
 import { PACKAGE_ROOT, SILO_VERSION } from '../paths.js';
-import { isTypeScript } from '../typescript.js';
+import { isCommonJs, isTypeScript } from '../typescript.js';
 import { allowsRead, readableFor } from './permissions.js';
 import { privateFolder, stamp, stamps, unchanged, writeAtomically, type Stamp } from './private-folder.js';
 import { StackMapper, type Shift } from './source-map.js';
@@ -185,19 +185,6 @@ function scriptProblem(result: import('esbuild').BuildResult): string | null {
   return null;
 }
 
-/** Whether Node loads `file` as CommonJS (by its extension, else its package's `type`). */
-function isCommonJs(file: string): boolean {
-  if (file.endsWith('.cjs')) return true;
-  if (!file.endsWith('.js')) return false;
-  for (let dir = dirname(file); ; dir = dirname(dir)) {
-    try {
-      return (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { type?: unknown }).type !== 'module';
-    } catch {
-      // no package.json here (or not JSON): the folder above
-    }
-    if (dirname(dir) === dir) return true;
-  }
-}
 
 /** A source map that maps nothing. */
 const EMPTY_MAP: SourceMapPayload = { version: 3, sources: [], sourcesContent: [], names: [], mappings: '', file: '', sourceRoot: '' };

@@ -164,7 +164,7 @@ async function runAgent(
     }
   } catch (err) {
     const info = toErrorInfo(err, 'agent_load_error');
-    const error = { ...info, message: `cannot load ${task.agentFile}: ${describeModuleError(err, task.agentFile)}` };
+    const error = { ...info, message: `cannot load ${task.agentFile}: ${describeModuleError(err, task.agentFile, task.agentCommonJs === true)}` };
     done({ outcome: 'load_error', output: null, outputTruncated: false, error });
     return;
   }

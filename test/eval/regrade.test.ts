@@ -212,6 +212,12 @@ describe('regrade refuses and skips', () => {
     mkdirSync(join(out, 'runs', '01ABCRUN1'), { recursive: true });
     writeFileSync(join(out, 'runs', '01ABCRUN1', 'run.json'), '{}\n');
     await expect(regrade({ target: '01abc', outDir: out })).rejects.toThrow(/^01abc matches 1 eval and 1 run in .*ambiguous \(01ABCEVAL, 01ABCRUN1\); give more of the id$/);
+    // An id given whole is that one, though it also ends another (`--eval-id 1`, a runId ending in 1).
+    const short = new EvalStore(out, '1');
+    await short.open();
+    await short.writeSummary({ ...(JSON.parse('{}') as EvalSummary), evalId: '1', status: 'running' });
+    await short.close();
+    await expect(regrade({ target: '1', outDir: out })).rejects.toThrow(/eval 1 is still running/);
   });
 });
 
