@@ -18,6 +18,7 @@ import { withBaseline } from './compare.js';
 import { discoverTaskFiles } from './discover.js';
 import { asCounted } from './merge.js';
 import { regradeRun, type RegradeRefusal, type RunRegrade, type TaskFinder } from './regrade-run.js';
+import { plural } from './reporters.js';
 import { toLine } from './run-eval.js';
 import { EvalStore } from './store.js';
 import { Tally } from './tally.js';
@@ -207,7 +208,7 @@ function resolveTarget(ref: string, outDir: string): Target {
   const runs = whole ? exact(runIds).slice(0, 1) : matchIds(runIds, ref);
   if (evals.length + runs.length > 1) {
     const named = [...evals, ...runs].slice(0, 3).join(', ');
-    throw new SiloError('SILO_USAGE', `${ref} matches ${counted(evals.length, 'eval')} and ${counted(runs.length, 'run')} in ${outDir} (${named}${evals.length + runs.length > 3 ? ', ...' : ''}); give more of the id`);
+    throw new SiloError('SILO_USAGE', `${ref} matches ${plural(evals.length, 'eval')} and ${plural(runs.length, 'run')} in ${outDir} (${named}${evals.length + runs.length > 3 ? ', ...' : ''}); give more of the id`);
   }
   if (evals.length === 1) return evalTarget(outDir, evals[0]!);
   if (runs.length === 1) return { outDir, runDirs: [join(outDir, 'runs', runs[0]!)] };
@@ -274,9 +275,4 @@ function taskFinder(paths: string[] | undefined, evalFiles: readonly string[] | 
 /** A regrade's one-line outcome, for people. */
 export function describeRefusal(r: RegradeRefusal): string {
   return `${r.runId} ${r.taskId}${r.trial === undefined ? '' : ` trial ${r.trial}`}: ${r.reason}: ${r.message}`;
-}
-
-/** `n` and the noun, in the plural unless n is 1. */
-function counted(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

@@ -62,7 +62,8 @@ export function tableReport(summary: EvalSummary, s: Style): string {
   return out.join('\n');
 }
 
-function plural(n: number, word: string): string {
+/** `n` and the word, in the plural unless n is 1. */
+export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 

@@ -190,12 +190,17 @@ describe('regrade refuses and skips', () => {
     }
   });
 
+  /** An eval in `out` with nothing but its summary. */
+  async function storeSummary(out: string, evalId: string, status: EvalSummary['status']): Promise<void> {
+    const store = new EvalStore(out, evalId);
+    await store.open();
+    await store.writeSummary({ ...(JSON.parse('{}') as EvalSummary), evalId, status });
+    await store.close();
+  }
+
   it('refuses an eval that is still running, and names what it cannot find', async () => {
     const out = join(tmp.dir, 'running');
-    const store = new EvalStore(out, 'busy');
-    await store.open();
-    await store.writeSummary({ ...(JSON.parse('{}') as EvalSummary), evalId: 'busy', status: 'running' });
-    await store.close();
+    await storeSummary(out, 'busy', 'running');
     await expect(regrade({ target: 'busy', outDir: out })).rejects.toThrow(/eval busy is still running/);
     await expect(regrade({ target: 'NOPE', outDir: out })).rejects.toThrow(/no eval or run NOPE/);
     const r = await runSilo(['regrade', 'NOPE', '--out', out]);
@@ -205,18 +210,12 @@ describe('regrade refuses and skips', () => {
 
   it('says how many evals and runs a short id names (an eval and its runs share their first characters)', async () => {
     const out = join(tmp.dir, 'ambiguous');
-    const store = new EvalStore(out, '01ABCEVAL');
-    await store.open();
-    await store.writeSummary({ ...(JSON.parse('{}') as EvalSummary), evalId: '01ABCEVAL', status: 'completed' });
-    await store.close();
+    await storeSummary(out, '01ABCEVAL', 'completed');
     mkdirSync(join(out, 'runs', '01ABCRUN1'), { recursive: true });
     writeFileSync(join(out, 'runs', '01ABCRUN1', 'run.json'), '{}\n');
     await expect(regrade({ target: '01abc', outDir: out })).rejects.toThrow(/^01abc matches 1 eval and 1 run in .*ambiguous \(01ABCEVAL, 01ABCRUN1\); give more of the id$/);
     // An id given whole is that one, though it also ends another (`--eval-id 1`, a runId ending in 1).
-    const short = new EvalStore(out, '1');
-    await short.open();
-    await short.writeSummary({ ...(JSON.parse('{}') as EvalSummary), evalId: '1', status: 'running' });
-    await short.close();
+    await storeSummary(out, '1', 'running');
     await expect(regrade({ target: '1', outDir: out })).rejects.toThrow(/eval 1 is still running/);
   });
 });
