@@ -266,7 +266,7 @@ export type Termination =
 export type RunStatus = 'running' | 'passed' | 'failed' | 'error';
 
 /** Why a run has status `error`. */
-export type RunErrorCode = 'environment_error' | 'verifier_error' | 'agent_load_error' | 'user_error' | 'cancelled' | 'internal_error';
+export type RunErrorCode = 'environment_error' | 'verifier_error' | 'agent_load_error' | 'user_error' | 'model_error' | 'cancelled' | 'internal_error';
 
 /** The data form of a failure, as it crosses threads or lands in result.json. */
 export interface ErrorInfo {

@@ -3,7 +3,7 @@ import { Option, type Command } from 'commander';
 import { writeFileSync } from 'node:fs';
 import { SiloError } from '../errors.js';
 import { progressPrinter } from '../eval/progress.js';
-import { junitReport, REPORTERS, tableReport, type ReporterName } from '../eval/reporters.js';
+import { junitReport, plural, REPORTERS, tableReport, type ReporterName } from '../eval/reporters.js';
 import { parseShard, type Shard } from '../eval/shard.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_OUT_DIR, DEFAULT_RETRIES } from '../options.js';
 import type { EvalSummary } from '../types.js';
@@ -270,7 +270,10 @@ export async function nextSteps(summary: EvalSummary, code: number, flags: { out
   if (code !== 0 && failed) steps.push(`silo show ${failed.runId}${out}   (the first run that ${failed.status === 'error' ? 'ended in error' : 'failed'})`);
   else if (suspicious) steps.push(`silo show ${suspicious.runId}${out}   (the first suspicious pass)`);
   if (steps.length > 0 && !flags.report) steps.push(`silo report ${summary.evalId}${out}   (every run, in the browser)`);
-  return steps.map((step) => `→ ${step}\n`).join('');
+  // The agent's model failing on the provider's side is the user's to fix before anything else.
+  const modelErrors = lines.filter((l) => l.error?.code === 'model_error');
+  const said = modelErrors.length === 0 ? '' : `silo: ${plural(modelErrors.length, 'run')} ended in error (model_error), the first because ${modelErrors[0]!.error!.message}\n`;
+  return said + steps.map((step) => `→ ${step}\n`).join('');
 }
 
 /** ` --out <dir>` when it is not the default, for commands to copy. */

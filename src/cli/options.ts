@@ -73,7 +73,7 @@ export function modelOptions(command: Command): Command {
     .option('--max-tokens <n>', 'input + output tokens allowed per rollout (default: no limit); once reached, model requests are refused (model_limit)', integer(1))
     .option('--model-concurrency <n>', 'model requests in flight upstream at once, per provider, across all rollouts (default 16); 429/5xx are retried with backoff', integer(1))
     .option('--model-cache <dir>', 'store model responses in <dir> and replay them (keyed by request, task, trial and occurrence): a rerun makes no model request')
-    .option('--model-cache-mode <mode>', 'read (replay only), write (store only) or readwrite', cacheMode, 'readwrite');
+    .option('--model-cache-mode <mode>', 'read (replay what is stored; a miss goes to the model and is not stored), write (store, never replay) or readwrite', cacheMode, 'readwrite');
 }
 
 /** The conversation flags `run` and `eval` share. */

@@ -11,6 +11,7 @@
  * whose checksum does not match its content (cut short, edited) is a miss, never a crash.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SiloError } from '../errors.js';
@@ -80,6 +81,11 @@ export class ModelCache {
   constructor(dir: string, mode: CacheMode = 'readwrite') {
     if (typeof dir !== 'string' || dir === '') throw new SiloError('SILO_USAGE', 'modelCache needs a folder');
     if (!CACHE_MODES.includes(mode)) throw new SiloError('SILO_USAGE', `model cache mode must be ${CACHE_MODES.join(', ')} (got ${JSON.stringify(mode)})`);
+    // Read only: a folder that is not there holds nothing to replay (a typo, most likely), and
+    // every request would go to the model unnoticed.
+    if (mode === 'read' && !statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+      throw new SiloError('SILO_USAGE', `the model cache ${dir} is not a folder: mode read replays a cache written before (fill one with --model-cache-mode readwrite or write)`);
+    }
     this.dir = dir;
     this.mode = mode;
   }

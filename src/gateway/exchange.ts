@@ -11,7 +11,7 @@ import { describeError } from '../errors.js';
 import { round } from '../rollout/trace.js';
 import { cacheKeyHash, requestIdentity, type Actor, type CacheKey, type ModelCache } from './cache.js';
 import { BodyCapture, type ModelCall, type ModelLog } from './record.js';
-import type { Routed } from './providers.js';
+import { PROVIDER_SPECS, type Provider, type Routed } from './providers.js';
 import { SseReader, type SseEvent } from './sse.js';
 import { UpstreamError, type Upstream } from './upstream.js';
 import { asksForStreamUsage, StreamUsage, usageOfBody, withoutAddedUsage } from './usage.js';
@@ -129,6 +129,7 @@ export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink:
     call.queuedMs = e.queuedMs;
     if (e.retries) call.retries = e.retries;
     call.error = e.aborted ? `aborted: ${describeError(req.signal.reason ?? 'the caller went away')}` : e.message;
+    if (!e.aborted) call.upstreamFailure = `${e.message}: check ${PROVIDER_SPECS[routed.provider].env.baseUrl} and that the server is up`;
     if (!e.aborted && !sink.gone) {
       call.status = 502;
       const text = errorBody('upstream_unavailable', `silo gateway: ${e.message}`);
@@ -156,10 +157,20 @@ export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink:
     const read = await readAll(response.body, ctx.maxResponseBytes, req.signal);
     if ('error' in read) {
       call.error = read.error;
-      if (!sink.gone) sink.abort();
+      if (read.brokeOff && !req.signal.aborted) call.upstreamFailure = `the ${routed.provider} upstream's ${read.error.replace(/^the /, '')}`;
+      if (read.overCap && !sink.gone) {
+        // Nothing was sent yet: the caller is told why, not left with a dropped connection.
+        call.status = 502;
+        const text = errorBody('response_too_large', `silo gateway: ${read.error}; ask the model for less`);
+        sink.head(502, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...NO_RETRY });
+        sink.end(text);
+        responseCapture.add(text);
+      } else if (!sink.gone) sink.abort();
       return finish(true);
     }
     const body = read.body;
+    const failed = failedAnswer(routed.provider, response.status, body);
+    if (failed !== undefined) call.upstreamFailure = failed;
     sink.head(response.status, { ...headers, 'content-length': String(body.length) });
     sink.end(body);
     responseCapture.add(body);
@@ -175,6 +186,8 @@ export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink:
 
   // A stream: each chunk goes on as it comes (after the events it completes, when the gateway
   // takes out the usage it asked for), and is read for its usage on the way.
+  const failed = failedAnswer(routed.provider, response.status, null);
+  if (failed !== undefined) call.upstreamFailure = failed;
   sink.head(response.status, headers);
   const reader = new SseReader();
   const streamUsage = new StreamUsage(routed.provider, routed.endpoint);
@@ -194,6 +207,7 @@ export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink:
   response.body.destroy();
   if (ended.error) {
     call.error = ended.error;
+    if (ended.brokeOff && !req.signal.aborted) call.upstreamFailure ??= `the ${routed.provider} upstream's ${ended.error.replace(/^the /, '')}`;
     if (!sink.gone) sink.abort();
   } else {
     await take(reader.end(), null);
@@ -208,6 +222,39 @@ export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink:
 
 const complete2xx = (status: number): boolean => status >= 200 && status < 300;
 
+/**
+ * Why an answer of the provider's is a failure on its side (ModelCall.upstreamFailure), or
+ * undefined: a refusal of the host's key (401, 403), or a 408, 409, 429 or 5xx, which the upstream
+ * tried again until its tries were spent. A 400, 404 or 422 answers what the caller sent.
+ */
+function failedAnswer(provider: Provider, status: number, body: Buffer | null): string | undefined {
+  const advice =
+    status === 401 || status === 403
+      ? `check ${PROVIDER_SPECS[provider].env.apiKey} on this machine`
+      : status === 429
+        ? 'the provider kept refusing for its rate limit: lower --model-concurrency, or try later'
+        : status === 408 || status === 409 || status >= 500
+          ? 'the provider kept failing: try again later'
+          : undefined;
+  if (advice === undefined) return undefined;
+  const said = body === null ? undefined : providerMessage(body);
+  return `the ${provider} upstream answered ${status}${said === undefined ? '' : ` (${said})`}: ${advice}`;
+}
+
+/** The message of a provider's JSON error (`error.message`, or `message`), one line, clipped. */
+function providerMessage(body: Buffer): string | undefined {
+  if (body.length > 64 * 1024) return undefined;
+  try {
+    const json = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown } | string; message?: unknown };
+    const message = typeof json.error === 'string' ? json.error : (json.error?.message ?? json.message);
+    if (typeof message !== 'string' || message.trim() === '') return undefined;
+    const line = message.replace(/\s+/g, ' ').trim();
+    return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Why a response did not come to its end, in words. */
 function brokeOff(signal: AbortSignal, err: unknown): string {
   return signal.aborted ? `aborted: ${describeError(signal.reason ?? 'the caller went away')}` : `the response broke off: ${describeError(err ?? 'the connection closed')}`;
@@ -215,13 +262,20 @@ function brokeOff(signal: AbortSignal, err: unknown): string {
 
 const overCap = (max: number): string => `the response was cut off at ${max} bytes (the gateway's cap)`;
 
+/** How a response ended before its end: why, and whether it was too long or the connection broke (not by the caller). */
+interface Ended {
+  error: string;
+  overCap?: true;
+  brokeOff?: true;
+}
+
 /** A whole body, up to `max` bytes. */
-function readAll(body: IncomingMessage, max: number, signal: AbortSignal): Promise<{ body: Buffer } | { error: string }> {
+function readAll(body: IncomingMessage, max: number, signal: AbortSignal): Promise<{ body: Buffer } | Ended> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
     let done = false;
-    const settle = (value: { body: Buffer } | { error: string }): void => {
+    const settle = (value: { body: Buffer } | Ended): void => {
       if (done) return;
       done = true;
       resolve(value);
@@ -230,13 +284,13 @@ function readAll(body: IncomingMessage, max: number, signal: AbortSignal): Promi
       bytes += data.length;
       if (bytes > max) {
         body.destroy();
-        return settle({ error: overCap(max) });
+        return settle({ error: overCap(max), overCap: true });
       }
       chunks.push(data);
     });
     body.once('end', () => settle({ body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) }));
-    body.once('error', (err) => settle({ error: brokeOff(signal, err) }));
-    body.once('close', () => settle({ error: brokeOff(signal, null) }));
+    body.once('error', (err) => settle({ error: brokeOff(signal, err), brokeOff: true }));
+    body.once('close', () => settle({ error: brokeOff(signal, null), brokeOff: true }));
   });
 }
 
@@ -250,16 +304,16 @@ function pump(
   signal: AbortSignal,
   take: (data: Buffer) => Promise<void> | void,
   gone: () => boolean,
-): Promise<{ error?: string }> {
+): Promise<Partial<Ended>> {
   return new Promise((resolve) => {
     let bytes = 0;
     let done = false;
     let waiting: Promise<void> | null = null;
-    const settle = (error?: string): void => {
+    const settle = (error?: string, broke = false): void => {
       if (done) return;
       done = true;
       body.destroy();
-      resolve(error === undefined ? {} : { error });
+      resolve(error === undefined ? {} : { error, ...(broke ? { brokeOff: true as const } : {}) });
     };
     body.on('data', (data: Buffer) => {
       if (done) return;
@@ -280,9 +334,9 @@ function pump(
       // The last chunk's write may still be waiting on the caller: the end comes after it.
       void Promise.resolve(waiting).then(() => (done ? undefined : (done = true, resolve({}))));
     });
-    body.once('error', (err) => settle(brokeOff(signal, err)));
+    body.once('error', (err) => settle(brokeOff(signal, err), true));
     body.once('close', () => {
-      if (!body.readableEnded) settle(brokeOff(signal, null));
+      if (!body.readableEnded) settle(brokeOff(signal, null), true);
     });
   });
 }

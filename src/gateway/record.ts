@@ -40,6 +40,13 @@ export interface ModelCall {
   retries?: number;
   /** Why the request failed or was refused. */
   error?: string;
+  /**
+   * Why it failed on the provider's side, not by anything the caller sent: no answer after the
+   * tries, an answer refusing the host's key (401, 403), a 408, 409, 429 or 5xx once the tries were
+   * spent, or a response that broke off. Not written as such (its status and error say it): a
+   * run whose agent met one and did not pass is an error, `model_error` (see ModelLog.failure).
+   */
+  upstreamFailure?: string;
 }
 
 /** Totals of one actor's model requests. */
@@ -103,6 +110,8 @@ export class ModelLog {
   #nextId = 1;
   #bodyBytes = 0;
   readonly #usage = new Map<Actor, ModelUsage>();
+  /** Each actor's first call that failed on the provider's side (ModelCall.upstreamFailure). */
+  readonly #failures = new Map<Actor, string>();
 
   /** What models.jsonl waits for before it is opened: its folder being made (see AppendFile). */
   readonly #after: Promise<unknown> | undefined;
@@ -117,6 +126,14 @@ export class ModelLog {
   /** A new request's id (1, 2, ... within the run). */
   nextRequestId(): number {
     return this.#nextId++;
+  }
+
+  /**
+   * Why the first of `actor`'s requests that failed on the provider's side failed (no answer, the
+   * host's key refused, 429 or 5xx after the tries), or undefined when none did.
+   */
+  failure(actor: Actor): string | undefined {
+    return this.#failures.get(actor);
   }
 
   /** The usage of `actor`'s requests, or undefined when it made none. */
@@ -137,6 +154,7 @@ export class ModelLog {
       total.requests++;
       if (call.cached) total.cachedRequests++;
       this.#usage.set(call.actor, total);
+      if (call.upstreamFailure !== undefined && !this.#failures.has(call.actor)) this.#failures.set(call.actor, call.upstreamFailure);
     }
 
     const event = this.#trace.add({

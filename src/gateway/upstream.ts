@@ -23,12 +23,20 @@ export interface UpstreamOptions {
   backoffMs?: number;
   /** No wait between tries is longer, whatever the provider asks for, ms. Default 30 000. */
   maxWaitMs?: number;
+  /**
+   * Told once per provider, at its first request, when the host has no key for it (a local server
+   * may need none). Default: a line on stderr, once per process.
+   */
+  warn?: (message: string) => void;
 }
 
 export const DEFAULT_MODEL_CONCURRENCY = 16;
 const DEFAULT_RETRIES = 4;
 const DEFAULT_BACKOFF_MS = 500;
 const DEFAULT_MAX_WAIT_MS = 30_000;
+
+/** What was said on stderr already by any upstream of this process (UpstreamOptions.warn): each thing once. */
+const said = new Set<string>();
 
 /** One request upstream. */
 export interface UpstreamRequest {
@@ -83,6 +91,9 @@ export class Upstream {
   readonly #retries: number;
   readonly #backoffMs: number;
   readonly #maxWaitMs: number;
+  readonly #warn: (message: string) => void;
+  /** Providers whose missing key was told (UpstreamOptions.warn). */
+  readonly #toldKey = new Set<Provider>();
 
   constructor(configs: Record<Provider, UpstreamConfig>, options: UpstreamOptions = {}) {
     const concurrency = options.concurrency ?? DEFAULT_MODEL_CONCURRENCY;
@@ -90,6 +101,13 @@ export class Upstream {
     this.#retries = options.retries ?? DEFAULT_RETRIES;
     this.#backoffMs = options.backoffMs ?? DEFAULT_BACKOFF_MS;
     this.#maxWaitMs = options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
+    this.#warn =
+      options.warn ??
+      ((message) => {
+        if (said.has(message)) return;
+        said.add(message);
+        process.stderr.write(`silo: ${message}\n`);
+      });
     this.#limiters = {} as Record<Provider, Limiter>;
     this.#agents = {} as Record<Provider, HttpAgent>;
     this.#bases = {} as Record<Provider, { https: boolean; hostname: string; port: string; path: string }>;
@@ -119,6 +137,11 @@ export class Upstream {
    * one too, once the tries are spent). Rejects with UpstreamError when no answer came.
    */
   async send(req: UpstreamRequest): Promise<UpstreamResponse> {
+    if (!this.#configs[req.provider].apiKey && !this.#toldKey.has(req.provider)) {
+      this.#toldKey.add(req.provider);
+      const { env } = PROVIDER_SPECS[req.provider];
+      this.#warn(`${env.apiKey} is not set here, so ${req.provider} requests go to ${this.#configs[req.provider].baseUrl} without a key (a local server may need none; otherwise set ${env.apiKey} in this shell)`);
+    }
     let queuedMs = 0;
     for (let attempt = 0; ; attempt++) {
       const waitStart = performance.now();
@@ -136,7 +159,7 @@ export class Upstream {
         release();
         if (req.signal.aborted) throw new UpstreamError('the request was aborted', { aborted: true, queuedMs, retries: attempt });
         if (attempt >= this.#retries) {
-          throw new UpstreamError(`no answer from the ${req.provider} upstream (${describeError(err)}) after ${attempt + 1} tries`, { aborted: false, queuedMs, retries: attempt });
+          throw new UpstreamError(`no answer from the ${req.provider} upstream at ${this.#configs[req.provider].baseUrl} (${describeError(err)}) after ${attempt + 1} ${attempt === 0 ? 'try' : 'tries'}`, { aborted: false, queuedMs, retries: attempt });
         }
         queuedMs += await this.#backoff(attempt, undefined, req.signal, queuedMs);
         continue;

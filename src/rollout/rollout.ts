@@ -409,7 +409,7 @@ interface Outcome {
 /** Step 9: the run's record, its result and its files; run.json last. */
 async function finishRun(run: StartedRun, played: PlayedRun): Promise<RunResult> {
   const { task, trace, models, artifacts, runId } = run;
-  const outcome = outcomeOf(played);
+  const outcome = outcomeOf(played, run.models?.failure('agent'));
   const { status, score, termination, error, checks, output } = outcome;
   const usage = gatewayUsage(models, played.grant);
   const userUsage = models?.usage('user');
@@ -456,8 +456,11 @@ async function finishRun(run: StartedRun, played: PlayedRun): Promise<RunResult>
   };
 }
 
-/** The run's status, score and error from what its steps left. */
-function outcomeOf({ phase, graded, conversation, error: failed }: PlayedRun): Outcome {
+/**
+ * The run's status, score and error from what its steps left. `modelFailure`: why the first of the
+ * agent's model requests that failed on the provider's side failed (ModelLog.failure).
+ */
+function outcomeOf({ phase, graded, conversation, error: failed }: PlayedRun, modelFailure: string | undefined): Outcome {
   let error = failed;
   // A user that failed leaves no grade to trust: the run is an error, whatever the agent did.
   if (!error && conversation?.error) error = { code: 'user_error', message: `the simulated user failed: ${conversation.error}` };
@@ -467,6 +470,10 @@ function outcomeOf({ phase, graded, conversation, error: failed }: PlayedRun): O
     error = { code: 'agent_load_error', message: phase.error?.message ?? 'the agent module did not load' };
   }
   if (!error && phase?.termination === 'cancelled') error = { code: 'cancelled', message: 'the rollout was cancelled' };
+  // The agent's model failed it (the provider refused the host's key, could not be reached, kept
+  // failing): a run that did not pass says nothing of the agent, as a failed user's does not. (One
+  // that passed all the same did pass.)
+  if (!error && modelFailure !== undefined && graded?.status !== 'passed') error = { code: 'model_error', message: `the agent's model could not answer: ${modelFailure}` };
   if (!error && graded?.status === 'error') error = graded.error;
   const status = error ? 'error' : (graded?.status ?? 'error');
   const score = error ? null : (graded?.score ?? null);

@@ -4,7 +4,7 @@
  * racing on one key never leave a torn entry.
  */
 import { fork } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -58,6 +58,15 @@ describe('ModelCache', () => {
     }
   });
 
+  it('in read mode, refuses a folder that is not there (nothing to replay: a typo, most likely)', () => {
+    const missing = join(out.dir, 'no-such-cache');
+    expect(() => new ModelCache(missing, 'read')).toThrow(`the model cache ${missing} is not a folder: mode read replays a cache written before (fill one with --model-cache-mode readwrite or write)`);
+    writeFileSync(missing, 'a file');
+    expect(() => new ModelCache(missing, 'read')).toThrow(/is not a folder/);
+    // The other modes make it as they store.
+    expect(new ModelCache(join(out.dir, 'made-later'), 'write').mode).toBe('write');
+  });
+
   it('never tears an entry when processes write the same key at once', async () => {
     const dir = join(out.dir, 'race');
     const hash = cacheKeyHash(key());
@@ -102,6 +111,7 @@ describe('ModelCache', () => {
 describe('through the gateway', () => {
   it('replays a rollout’s responses with no upstream request, per trial and occurrence; read mode stores nothing, write mode reads nothing', async () => {
     const dir = join(out.dir, 'gateway');
+    mkdirSync(dir);
     let n = 0;
     const answer = () => openaiReply({ content: `answer ${++n}`, usage: { prompt: 5, completion: 2 } });
     const server = await scriptedServer(Array.from({ length: 20 }, () => answer));

@@ -74,8 +74,41 @@ describe('silo run --provider openai', () => {
     }
   }, 60_000);
 
+  it("says which runs the agent's model failed, and why, without counting them against the agent", async () => {
+    const refused = (): Reply => ({ status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } } });
+    const server = await scriptedServer(Array.from({ length: 2 }, () => refused));
+    try {
+      const r = await runSilo(
+        ['eval', 'fixtures/helpdesk/tasks.ts', '--agent', AGENT, '--provider', 'openai', '--task', 'helpdesk/close-ticket', '--trials', '2', '--out', out.dir],
+        { OPENAI_BASE_URL: `${server.origin}/v1`, OPENAI_API_KEY: 'sk-wrong' },
+      );
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/2 runs · 0 passed · 0 failed · 2 errors/);
+      expect(r.stderr).toContain(
+        "silo: 2 runs ended in error (model_error), the first because the agent's model could not answer: the openai upstream answered 401 (Incorrect API key provided): check OPENAI_API_KEY on this machine\n",
+      );
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+
+  it('says once when the shell has no key for a granted provider', async () => {
+    const server = await scriptedServer(Array.from({ length: 2 }, () => closer));
+    try {
+      const r = await runSilo(['run', 'fixtures/helpdesk/tasks.ts', '--agent', AGENT, '--provider', 'openai', '--task', 'helpdesk/close-ticket', '--out', out.dir], {
+        OPENAI_BASE_URL: `${server.origin}/v1`,
+      });
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe(`silo: OPENAI_API_KEY is not set here, so openai requests go to ${server.origin}/v1 without a key (a local server may need none; otherwise set OPENAI_API_KEY in this shell)\n`);
+      expect(server.requests.map((q) => q.headers.authorization)).toEqual([undefined, undefined]);
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+
   it.each([
     [['--provider', 'nope'], /--provider <name>.*expected openai or anthropic, got 'nope'/],
+    [['--provider', 'openai', '--model-cache', 'no/such/folder', '--model-cache-mode', 'read'], /the model cache \/\S*no\/such\/folder is not a folder: mode read replays a cache written before/],
     [['--model-cache', 'x'], /--model-cache apply to model calls through the gateway; grant the agent a provider with --provider/],
     [['--provider', 'openai', '--env', 'OPENAI_API_KEY'], /env OPENAI_API_KEY would sit next to the gateway's .*drop it/],
     [['--model-cache-mode', 'sometimes', '--provider', 'openai'], /expected read, write, readwrite, got 'sometimes'/],

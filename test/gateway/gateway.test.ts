@@ -113,6 +113,25 @@ describe('the gateway refuses', () => {
     }
   });
 
+  it('to pass on an answer over its cap: the agent gets a JSON error saying so, not a dropped connection', async () => {
+    const server = await scriptedServer([() => openaiReply({ content: 'x'.repeat(5000), usage: { prompt: 1, completion: 1 } })]);
+    const gateway = gatewayFor(server, { maxResponseBytes: 1000 });
+    try {
+      const s = await openSession(gateway, null);
+      const res = await post(s, '/chat/completions', chat);
+      expect(res.status).toBe(502);
+      expect(res.headers.get('x-should-retry')).toBe('false');
+      expect(((await res.json()) as any).error).toMatchObject({ type: 'response_too_large', message: "silo gateway: the response was cut off at 1000 bytes (the gateway's cap); ask the model for less" });
+      await s.session.close();
+      expect(eventsOf(s.trace.events, 'model_call')[0]).toMatchObject({ status: 502, error: "the response was cut off at 1000 bytes (the gateway's cap)" });
+      // (a cap of Silo's, not a failure of the provider's)
+      expect(s.log.failure('agent')).toBeUndefined();
+    } finally {
+      await gateway.close();
+      await server.close();
+    }
+  });
+
   it("a token once its rollout's session is closed", async () => {
     const server = await scriptedServer([() => openaiReply({ content: 'one', usage: { prompt: 1, completion: 1 } })]);
     const gateway = gatewayFor(server);

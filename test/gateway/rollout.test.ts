@@ -183,6 +183,53 @@ describe('the model budget', () => {
   });
 });
 
+describe("the provider's failures", () => {
+  it('make a run that did not pass an error (model_error) saying what to check, not a failure of the agent', async () => {
+    const server = await scriptedServer([
+      () => ({ status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } } }),
+      () => ({ status: 500, body: { error: { message: 'boom' } } }),
+      // The agent's own mistake stays a failure.
+      () => ({ status: 400, body: { error: { message: "Invalid 'messages'" } } }),
+    ]);
+    const gateway = gatewayFor(server, { retries: 0 });
+    try {
+      const run = () => runRollout({ task: task('close-ticket'), agent: `${LLM}/openai-chat.mjs`, providers: ['openai'], gateway, outDir: out.dir });
+      const refused = await run();
+      expect([refused.status, refused.termination, refused.score]).toEqual(['error', 'threw', null]);
+      expect(refused.error).toEqual({
+        code: 'model_error',
+        message: "the agent's model could not answer: the openai upstream answered 401 (Incorrect API key provided): check OPENAI_API_KEY on this machine",
+      });
+      expect(readRunFiles(refused.runDir).run.status).toBe('error');
+      const failing = await run();
+      expect(failing.error?.message).toBe("the agent's model could not answer: the openai upstream answered 500 (boom): the provider kept failing: try again later");
+      const mistaken = await run();
+      expect([mistaken.status, mistaken.termination, mistaken.error]).toEqual(['failed', 'threw', undefined]);
+    } finally {
+      await gateway.close();
+      await server.close();
+    }
+  });
+
+  it('leave a run passed when the gateway tried the failure away', async () => {
+    // The gateway tries a 503 again: the agent never sees it, and the run passes.
+    const server = await scriptedServer([
+      () => ({ status: 503, body: { error: { message: 'overloaded' } } }),
+      () => openaiReply({ toolCalls: [{ id: 'c1', name: 'update_ticket', args: { ticket_id: 't3', status: 'closed' } }], usage: { prompt: 1, completion: 1 } }),
+      () => openaiReply({ content: 'Closed t3.', usage: { prompt: 1, completion: 1 } }),
+    ]);
+    const gateway = gatewayFor(server);
+    try {
+      const r = await runRollout({ task: task('close-ticket'), agent: `${LLM}/openai-chat.mjs`, providers: ['openai'], gateway, outDir: out.dir });
+      expect([r.status, r.error]).toEqual(['passed', undefined]);
+      expect(eventsOf(readRunFiles(r.runDir).trace, 'model_call')[0]).toMatchObject({ status: 200, retries: 1 });
+    } finally {
+      await gateway.close();
+      await server.close();
+    }
+  });
+});
+
 describe('reused workers', () => {
   it('give each rollout sharing a thread its own token', async () => {
     const server = await scriptedServer([]);

@@ -64,6 +64,8 @@ describe('retries', () => {
       expect(server.requests).toHaveLength(3);
       await s.session.close();
       expect(eventsOf(s.trace.events, 'model_call')[0]).toMatchObject({ status: 503, retries: 2 });
+      // A failure on the provider's side, not the agent's: a run that does not pass is a model_error.
+      expect(s.log.failure('agent')).toBe('the openai upstream answered 503 (scripted 503): the provider kept failing: try again later');
     } finally {
       await gateway.close();
       await server.close();
@@ -77,6 +79,8 @@ describe('retries', () => {
       const s = await openSession(gateway, null);
       expect((await post(s, '/chat/completions', chat)).status).toBe(400);
       expect(server.requests).toHaveLength(1);
+      // What the caller sent was refused: the provider did not fail.
+      expect(s.log.failure('agent')).toBeUndefined();
     } finally {
       await gateway.close();
       await server.close();
@@ -97,6 +101,8 @@ describe('retries', () => {
       const s = await openSession(a, null);
       expect((await post(s, '/chat/completions', chat)).status).toBe(200);
       expect(flaky.count()).toBe(2);
+      // Lost once, answered the next time: no failure of the provider's.
+      expect(s.log.failure('agent')).toBeUndefined();
       const t = await openSession(b, null);
       const res = await post(t, '/chat/completions', chat);
       expect(res.status).toBe(502);
@@ -104,9 +110,59 @@ describe('retries', () => {
       expect(dead.count()).toBe(3);
       await t.session.close();
       expect(eventsOf(t.trace.events, 'model_call')[0]).toMatchObject({ status: 502, retries: 2, error: expect.stringMatching(/no answer/) });
+      expect(t.log.failure('agent')).toBe(
+        `no answer from the openai upstream at ${dead.origin}/v1 (socket hang up) after 3 tries: check OPENAI_BASE_URL and that the server is up`,
+      );
     } finally {
       await Promise.all([a.close(), b.close()]);
       await Promise.all([flaky.close(), dead.close()]);
+    }
+  });
+
+  it("tells the host's key refused (401, 403) and a response that broke off from the agent's own mistakes", async () => {
+    const server = await scriptedServer([
+      () => ({ status: 401, body: { error: { message: 'Incorrect API key provided:\n sk-real.', type: 'invalid_request_error' } } }),
+      () => ({ status: 403, body: { type: 'error', error: { type: 'permission_error', message: 'no access' } } }),
+      () => ({ status: 404, body: { error: { message: 'The model gpt-nope does not exist' } } }),
+    ]);
+    const broken = await bareUpstream((_n, _req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      res.write('{"choices":');
+      setTimeout(() => res.socket?.destroy(), 5);
+    });
+    const gateway = gatewayFor(server);
+    const other = new Gateway({ env: {}, upstreams: { openai: { baseUrl: `${broken.origin}/v1`, apiKey: 'k' } }, backoffMs: 5 });
+    try {
+      const failureAfter = async (g: Gateway, path: string): Promise<string | undefined> => {
+        const s = await openSession(g, null);
+        // (a response that broke off rejects: the agent's SDK sees the connection end)
+        await post(s, path, chat).then((res) => res.text()).catch(() => '');
+        await s.session.close();
+        return s.log.failure('agent');
+      };
+      expect(await failureAfter(gateway, '/chat/completions')).toBe('the openai upstream answered 401 (Incorrect API key provided: sk-real.): check OPENAI_API_KEY on this machine');
+      expect(await failureAfter(gateway, '/anthropic/v1/messages')).toBe('the anthropic upstream answered 403 (no access): check ANTHROPIC_API_KEY on this machine');
+      expect(await failureAfter(gateway, '/chat/completions')).toBeUndefined();
+      expect(await failureAfter(other, '/chat/completions')).toMatch(/^the openai upstream's response broke off: /);
+    } finally {
+      await Promise.all([gateway.close(), other.close()]);
+      await Promise.all([server.close(), broken.close()]);
+    }
+  });
+
+  it('says once, at its first request, that the host has no key for a provider', async () => {
+    const server = await scriptedServer([() => openaiReply({ content: 'a', usage: { prompt: 1, completion: 1 } }), () => openaiReply({ content: 'b', usage: { prompt: 1, completion: 1 } })]);
+    const told: string[] = [];
+    const gateway = new Gateway({ env: {}, upstreams: { openai: { baseUrl: `${server.origin}/v1` } }, warn: (m) => told.push(m) });
+    try {
+      const s = await openSession(gateway, null);
+      expect(told).toEqual([]);
+      for (let i = 0; i < 2; i++) expect((await post(s, '/chat/completions', chat)).status).toBe(200);
+      expect(told).toEqual([`OPENAI_API_KEY is not set here, so openai requests go to ${server.origin}/v1 without a key (a local server may need none; otherwise set OPENAI_API_KEY in this shell)`]);
+      expect(server.requests.map((r) => r.headers.authorization)).toEqual([undefined, undefined]);
+    } finally {
+      await gateway.close();
+      await server.close();
     }
   });
 
