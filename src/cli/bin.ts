@@ -10,11 +10,17 @@ if (process.argv[2] === 'run') await (await import('./run-early.js')).startEarly
 else if (process.argv[2] === 'eval') await (await import('./run-early.js')).startEarlyEval(process.argv.slice(3));
 const { main } = await import('./main.js');
 
-// `silo ls | head` closes the pipe early: that is the reader's choice, not an error.
+// `silo ls | head` closes the pipe early: that is the reader's choice, not an error. What is
+// written after it goes nowhere, and the command goes on to its end and its exit code (a failed
+// run piped into `head -1` still exits 1).
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-    throw err;
+    if (err.code !== 'EPIPE') throw err;
+    stream.write = ((_chunk: unknown, encoding?: unknown, callback?: unknown) => {
+      const done = typeof encoding === 'function' ? encoding : callback;
+      if (typeof done === 'function') queueMicrotask(() => (done as () => void)());
+      return true;
+    }) as typeof stream.write;
   });
 }
 

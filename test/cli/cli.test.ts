@@ -2,7 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
-import { runSilo } from './silo.js';
+import { BIN, PLAIN_ENV, runSilo } from './silo.js';
+import { spawn } from 'node:child_process';
 
 const out = tempDir('silo-cli-');
 afterAll(() => out.remove());
@@ -30,6 +31,16 @@ describe('silo run', () => {
     expect(r.stdout).toMatch(/ungrounded_answer: the agent answered without a single successful tool call/);
     expect(r.stdout).toMatch(/✗ t3 is closed/);
     expect(r.stdout).toMatch(/silo show [0-9A-Z]{26}/);
+  });
+
+  it('exits 1 for a failed run whose reader closed the pipe before the end (silo run … | head -1)', async () => {
+    // The read end is closed before silo writes anything: every write of its meets EPIPE.
+    const child = spawn(process.execPath, [BIN, 'run', TASKS, '--agent', LIAR, '--task', 'helpdesk/close-ticket', '--out', out.dir], { env: PLAIN_ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect([code, stderr]).toEqual([1, '']);
   });
 
   it('puts how a failed run ended (what its agent threw) first among the findings it prints', async () => {
