@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
@@ -71,6 +71,13 @@ describe('silo run', () => {
     expect(r.stderr).toMatch(message);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  // Node's recursive mkdir spins there for ever, deaf to Ctrl-C: the child is killed after 30 s.
+  it.runIf(existsSync('/proc/self')).each(['run', 'eval'])('silo %s --out /proc/nope exits 2 at once, naming --out', async (command) => {
+    const r = await runSilo([command, TASKS, '--agent', SOLVER, '--task', 'helpdesk/close-ticket', '--out', '/proc/nope'], {}, { timeoutMs: 30_000, killSignal: 'SIGKILL' });
+    expect(r.stderr).toBe('silo: cannot write to /proc/nope: no folder can be made there (ENOENT); give --out a folder you can write to, or fix its permissions\n');
+    expect(r.code).toBe(2);
   });
 
   it('exits 2 with one line for a task file that does not load', async () => {
