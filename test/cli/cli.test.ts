@@ -182,4 +182,18 @@ describe('--help', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/Usage: silo/);
   });
+
+  it('is what silo help prints, on stdout, exiting 0', async () => {
+    const r = await silo('help');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: silo \[options\] \[command\]/);
+  });
+
+  it('goes to stderr with exit code 2 when no command is given: a usage error, as an unknown command is', async () => {
+    const r = await silo();
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^Usage: silo \[options\] \[command\]/);
+    expect(r.stderr).toMatch(/Exit codes: 0 all passed, 1 something failed, 2 usage or set-up error\./);
+    expect(r.code).toBe(2);
+  });
 });
