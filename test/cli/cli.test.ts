@@ -1,5 +1,6 @@
-import { existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { RunRecord } from '../../src/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
 import { runSilo } from './silo.js';
@@ -46,6 +47,18 @@ describe('silo run', () => {
     expect(rows).toHaveLength(1);
     expect(Object.keys(rows[0]!).sort()).toEqual(['runDir', 'runId', 'score', 'status', 'taskId', 'termination']);
     expect(rows[0]).toMatchObject({ taskId: 'helpdesk/close-ticket', status: 'passed', score: 1, termination: 'returned' });
+  });
+
+  it("records the agent in run.json as silo eval does: the module's absolute path, given a relative one", async () => {
+    const dir = join(out.dir, 'same-agent');
+    const run = await silo('run', TASKS, '--agent', SOLVER, '--task', 'helpdesk/close-ticket', '--json', '--out', dir);
+    const evaluated = await silo('eval', TASKS, '--agent', SOLVER, '--task', 'helpdesk/close-ticket', '--out', dir);
+    expect([run.code, evaluated.code]).toEqual([0, 0]);
+    const runs = readdirSync(join(dir, 'runs')).map((id) => JSON.parse(readFileSync(join(dir, 'runs', id, 'run.json'), 'utf8')) as RunRecord);
+    expect(runs.map((r) => r.evalId === undefined)).toEqual(expect.arrayContaining([true, false]));
+    for (const r of runs) expect(r.agent).toBe(resolve(SOLVER));
+    const started = readFileSync(join(dir, 'runs', runs[0]!.runId, 'trace.jsonl'), 'utf8').split('\n')[0]!;
+    expect(JSON.parse(started)).toMatchObject({ type: 'run_started', agent: resolve(SOLVER) });
   });
 
   it('applies --timeout and --max-tool-calls', async () => {
