@@ -475,6 +475,8 @@ function outcomeOf({ phase, graded, conversation, error: failed }: PlayedRun): O
   if (!error && (termination === 'crashed' || termination === 'out_of_memory') && phase?.error) {
     error = { code: phase.error.code, message: phase.error.message };
   }
+  // So does one whose output could not be recorded: failed (a gate of the grade), and why.
+  if (!error && graded && phase?.outputError !== undefined) error = { code: 'output_not_recorded', message: phase.outputError };
   return { status, score, termination, ...(error ? { error } : {}), checks: graded?.checks ?? [], output: phase?.output ?? null };
 }
 

@@ -283,6 +283,33 @@ export default {
   }, 60_000);
 });
 
+describe('regrade of a run whose output could not be recorded', () => {
+  it('fails it again, with the same check and error, however the verifier grades it now', async () => {
+    const dir = join(tmp.dir, 'unrecorded');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'tasks.ts'),
+      `export default {
+  id: 'unrecorded/circle',
+  environment: { name: 'unrecorded', createState: () => ({}), tools: [] },
+  instruction: 'Answer.',
+  verify: () => [{ name: 'anything goes', pass: true }],
+};
+`,
+    );
+    const out = join(dir, 'out');
+    const summary = await runEval({ paths: [join(dir, 'tasks.ts')], agent: 'fixtures/agents/hostile/returns-circular.ts', outDir: out, isolation: 'thread' });
+    expect(summary.totals).toMatchObject({ runs: 1, failed: 1 });
+    const [line] = linesOf(out, summary.evalId);
+    const before = resultOf(out, line!.runId);
+    const report = await regrade({ target: summary.evalId, outDir: out });
+    expect(report.changed).toEqual([]);
+    const after = resultOf(out, line!.runId);
+    expect(after).toMatchObject({ status: 'failed', checks: before.checks, error: before.error });
+    expect(after.error).toEqual({ code: 'output_not_recorded', message: "the agent's output could not be recorded: it is circular (at .self)" });
+  }, 60_000);
+});
+
 describe('regrade of merged shards and of single runs', () => {
   const dir = join(tmp.dir, 'shards');
 
