@@ -2,9 +2,10 @@
  * `silo init`: a working example in the user's project (a world, three tasks, a scripted agent that
  * passes them and an LLM agent), copied from the package's templates. Nothing is overwritten.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { SiloError } from './errors.js';
+import { makeFolder, outDirError } from './out-dir.js';
 import { PACKAGE_ROOT } from './paths.js';
 
 /** The files `silo init` writes, relative to its folder, from templates/init/ of the package. */
@@ -32,7 +33,11 @@ export function initProject(dir = '.'): InitResult {
   }
   for (const [i, file] of INIT_FILES.entries()) {
     const source = join(PACKAGE_ROOT, 'templates', 'init', file.replace(/^evals\//, ''));
-    mkdirSync(join(targets[i]!, '..'), { recursive: true });
+    try {
+      makeFolder(join(targets[i]!, '..'));
+    } catch (err) {
+      throw outDirError(err, root, 'silo init') ?? err;
+    }
     // `wx`: a file that appeared since the check above is not overwritten either.
     writeFileSync(targets[i]!, readFileSync(source, 'utf8'), { flag: 'wx' });
   }

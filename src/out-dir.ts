@@ -3,6 +3,8 @@
  * write to (read-only, another user's, a file in the way) is a set-up error that names it and
  * says what to do, never an internal error.
  */
+import { lstatSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { SiloError } from './errors.js';
 
 /** Error codes that mean "this place cannot be written", as opposed to a fault of Silo's. */
@@ -12,7 +14,52 @@ const REFUSED: Record<string, string> = {
   EROFS: 'read-only file system',
   ENOTDIR: 'a file is in the way of a folder',
   EEXIST: 'a file is in the way of a folder',
+  ELOOP: 'the links on the way go round in a loop',
 };
+
+/** A folder makeFolder could not make, with the reason the error code alone would not give. */
+class FolderRefused extends Error {
+  readonly syscall = 'mkdir';
+  constructor(
+    readonly code: string,
+    readonly path: string,
+    readonly why: string,
+  ) {
+    super(`${code}: ${why}, mkdir '${path}'`);
+  }
+}
+
+/**
+ * Makes `dir` and the folders missing on the way to it, one level at a time. Not Node's
+ * `mkdirSync(dir, { recursive: true })`: where a file system refuses new folders without a reason
+ * (under /proc, mkdir says ENOENT of a folder whose parent is there), it tries again forever, a hang
+ * that not even Ctrl-C ends. Level by level, each refusal is an error naming its level. The usual
+ * case (the parent is there) costs one mkdir, as the recursive one did.
+ */
+export function makeFolder(dir: string): void {
+  const path = resolve(dir);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      mkdirSync(path);
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') {
+        // (a folder, or a link to one: made by another process meanwhile, or there all along)
+        if (statSync(path, { throwIfNoEntry: false })?.isDirectory()) return;
+        if (lstatSync(path).isSymbolicLink()) throw new FolderRefused('ENOENT', path, 'a link on the way points to nothing');
+        throw err;
+      }
+      if (code !== 'ENOENT') throw err;
+      const parent = dirname(path);
+      // The parent is there (or was just made), and still no folder: a file system that makes none.
+      if (attempt > 0 || parent === path || statSync(parent, { throwIfNoEntry: false }) !== undefined) {
+        throw new FolderRefused('ENOENT', path, 'no folder can be made there');
+      }
+      makeFolder(parent);
+    }
+  }
+}
 
 /**
  * Runs `work` (which writes under `outDir`), turning a refused write into a SiloError
@@ -29,13 +76,12 @@ export async function outDirAccess<T>(outDir: string, work: () => T | Promise<T>
 /** The SiloError for a refused write under `outDir`, or undefined when `err` is something else. */
 export function outDirError(err: unknown, outDir: string, option = '--out'): SiloError | undefined {
   const e = err as NodeJS.ErrnoException | null;
-  // A folder made with its parents is missing only when a link on the way points nowhere.
-  const why = typeof e?.code !== 'string' ? undefined : e.code === 'ENOENT' && e.syscall === 'mkdir' ? 'a link on the way points to nothing' : REFUSED[e.code];
+  const why = err instanceof FolderRefused ? err.why : typeof e?.code === 'string' ? REFUSED[e.code] : undefined;
   if (why === undefined || e === null) return undefined;
   const at = typeof e.path === 'string' && e.path !== outDir ? ` (${e.code} at ${e.path})` : ` (${e.code})`;
   return new SiloError(
     'SILO_OUT_NOT_WRITABLE',
-    `cannot write to ${outDir}: ${why}${at}; give ${option} a ${option === '--out' ? 'folder' : 'file'} you can write to, or fix its permissions`,
+    `cannot write to ${outDir}: ${why}${at}; give ${option} a ${option === '--output' ? 'file' : 'folder'} you can write to, or fix its permissions`,
     { cause: err },
   );
 }

@@ -372,7 +372,7 @@ export interface RunRecord {
   taskId: string;
   /** Absolute path of the task file, when the task came from one. */
   taskFile: string | null;
-  /** The agent as given (path or built-in name). */
+  /** The agent module's absolute path, or a built-in agent's name (`openai:<model>`). */
   agent: string;
   status: RunStatus;
   /** Null while running. */

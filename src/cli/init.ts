@@ -1,6 +1,6 @@
 /** `silo init`: a working example to start from. */
 import type { Command } from 'commander';
-import { relative } from 'node:path';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import { INIT_FILES, initProject } from '../init.js';
 
 export function registerInit(program: Command): void {
@@ -11,14 +11,18 @@ export function registerInit(program: Command): void {
     .addHelpText('after', `\nWrites ${INIT_FILES.join(', ')}; refuses if any of them exists.`)
     .action((dir: string) => {
       const { files, dir: root } = initProject(dir);
-      const at = relative(process.cwd(), root);
-      const evals = at === '' ? 'evals' : `${at}/evals`;
+      const evals = shown(join(root, 'evals'));
+      // Each command with what it does, the comments in one column.
+      const next: [string, string][] = [
+        [`npx silo check ${evals}`, 'lint the tasks (0 errors expected)'],
+        [`npx silo eval ${evals} --agent ${evals}/agents/solver.ts`, 'the scripted agent passes all three'],
+      ];
+      const width = Math.max(...next.map(([command]) => command.length));
       const lines = [
-        ...files.map((file) => `  created ${relative(process.cwd(), file)}`),
+        ...files.map((file) => `  created ${shown(file)}`),
         '',
         'Next:',
-        `  npx silo check ${evals}                                   # lint the tasks (0 errors expected)`,
-        `  npx silo eval ${evals} --agent ${evals}/agents/solver.ts   # the scripted agent passes all three`,
+        ...next.map(([command, what]) => `  ${command.padEnd(width)}  # ${what}`),
         '',
         'The LLM agent needs the OpenAI SDK and a model:',
         '  npm install openai',
@@ -27,4 +31,10 @@ export function registerInit(program: Command): void {
       ];
       process.stdout.write(`${lines.join('\n')}\n`);
     });
+}
+
+/** A path as the user would type it from here: relative below the working folder, else absolute. */
+function shown(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel) ? path : rel;
 }

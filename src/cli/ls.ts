@@ -14,10 +14,11 @@ export function registerLs(program: Command): void {
     .option('-n, --limit <n>', 'how many runs, and how many evals, to list', integer(1), 20)
     .option('--json', 'print { runs, evals } as JSON')
     .action(async (flags: { out: string; limit: number; json?: boolean }) => {
-      const [{ evalLocked }, { suspicion }, { listEvalIds, listRunIds, readJson, reportedEvalStatus, reportedRun }] = await Promise.all([
+      const [{ evalLocked }, { suspicion }, { listEvalIds, listRunIds, readJson, reportedEvalStatus, reportedRun }, { plural }] = await Promise.all([
         import('../eval/lock.js'),
         import('../inspect/diagnose.js'),
         import('../inspect/runs.js'),
+        import('../eval/reporters.js'),
       ]);
       const runsDir = join(flags.out, 'runs');
       const ids = listRunIds(runsDir);
@@ -79,9 +80,11 @@ export function registerLs(program: Command): void {
           const rate = e.passRate === null ? '   – ' : `${(100 * e.passRate).toFixed(0).padStart(3)}%`;
           const when = e.startedAt ? e.startedAt.replace('T', ' ').slice(0, 19) : '';
           const warn = e.suspicious ? `  ${s.yellow(`${e.suspicious} suspicious`)}` : '';
-          process.stdout.write(
-            `  ${e.evalId.padEnd(idWidth)}  ${paint(e.status.padEnd(11))} ${rate}  ${String(e.runs ?? '?').padStart(5)} runs  ${basename(e.agent)}${warn}  ${s.dim(when)}\n`,
-          );
+          // "1 run", "12 runs": the number right-aligned, the word padded so the agent's column stays put.
+          const count = e.runs === null ? '? runs' : plural(e.runs, 'run');
+          const digits = count.indexOf(' ');
+          const runs = `${' '.repeat(Math.max(0, 5 - digits))}${count.padEnd(digits + 5)}`;
+          process.stdout.write(`  ${e.evalId.padEnd(idWidth)}  ${paint(e.status.padEnd(11))} ${rate}  ${runs}  ${basename(e.agent)}${warn}  ${s.dim(when)}\n`);
         }
         if (evalIds.length > evals.length) process.stdout.write(s.dim(`  … ${evalIds.length - evals.length} older (--limit ${evalIds.length})\n`));
       }

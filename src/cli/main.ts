@@ -60,8 +60,11 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) {
-      // Commander has already printed the message (or the help).
-      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help' ? 0 : 2;
+      // Commander has already printed the message (or the help). Help asked for (`--help`, `silo help`)
+      // exits 0; help printed because no command was given (on stderr) is a usage error, as an
+      // unknown command is.
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
+      return err.code === 'commander.help' && err.exitCode === 0 ? 0 : 2;
     }
     if (err instanceof SiloError) {
       process.stderr.write(`silo: ${err.message}\n`);

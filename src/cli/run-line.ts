@@ -14,7 +14,7 @@ export function formatLine(r: RunResult, s: Style): string {
   const score = r.score === null ? '  -  ' : r.score.toFixed(2);
   const head = `${mark} ${r.taskId}  ${r.status}  ${score}  ${r.termination}  ${r.toolCalls} call${r.toolCalls === 1 ? '' : 's'}  ${ms(r.durationMs)}${suspicious ? `  ${s.yellow('suspicious')}` : ''}`;
   const lines = [head];
-  if (r.error) lines.push(`    ${s.yellow(r.error.code)}: ${r.error.message}`);
+  if (r.error) lines.push(`    ${s.yellow(r.error.code)}: ${hang(r.error.message)}`);
   // The diagnosis says how it went wrong; the failed checks below say what was expected.
   if (r.status !== 'passed' || suspicious) {
     // How the run ended (what the agent threw, the limit it hit) comes first, then an ungrounded
@@ -23,7 +23,7 @@ export function formatLine(r: RunResult, s: Style): string {
     const rank = (f: Diagnosis): number => (ENDINGS.has(f.code) ? 0 : f.code === 'ungrounded_answer' ? 1 : 2);
     const shown = [0, 1, 2].flatMap((i) => findings.filter((f) => rank(f) === i)).slice(0, 3);
     // The call a finding blames, numbered as `silo show` numbers it (the answer needs no pointer).
-    for (const d of shown) lines.push(`    ${s.yellow(d.code)}${d.at?.startsWith('call #') ? s.dim(` (${d.at})`) : ''}: ${d.message}`);
+    for (const d of shown) lines.push(`    ${s.yellow(d.code)}${d.at?.startsWith('call #') ? s.dim(` (${d.at})`) : ''}: ${hang(d.message)}`);
   }
   for (const c of r.checks.filter((c) => !c.pass).slice(0, 5)) {
     const detail = c.message ?? ('expected' in c ? `expected ${JSON.stringify(c.expected)}, actual ${JSON.stringify(c.actual)}` : '');
@@ -31,4 +31,12 @@ export function formatLine(r: RunResult, s: Style): string {
   }
   if (r.status !== 'passed' || suspicious) lines.push(`    ${s.dim(`→ silo show ${r.runId}`)}`);
   return lines.join('\n');
+}
+
+/** A message of several lines (what an agent threw, say): its lines after the first indented under the finding's. */
+function hang(text: string): string {
+  return text
+    .replace(/\s+$/, '')
+    .split(/\r?\n/)
+    .join('\n      ');
 }

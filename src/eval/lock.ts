@@ -5,11 +5,12 @@
  * dead pid frees the lock at once; elsewhere (a shared folder) a lock not refreshed for
  * LOCK_STALE_MS is taken over. A crashed owner never leaves an eval stuck.
  */
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { SiloError } from '../errors.js';
 import { ownerGone, thisProcess } from '../owner.js';
+import { makeFolder } from '../out-dir.js';
 
 /** How often the owner refreshes its lock. */
 export const LOCK_REFRESH_MS = 5_000;
@@ -38,7 +39,7 @@ export interface EvalLock {
  * eval and its owner when a live process holds it.
  */
 export function lockEval(dir: string, evalId: string): EvalLock {
-  mkdirSync(dir, { recursive: true });
+  makeFolder(dir);
   const file = join(dir, 'lock');
   const self = thisProcess();
   const me: Owner = { pid: self.pid, host: self.host, since: new Date().toISOString(), ...(self.since ? { started: self.since } : {}), ...(self.boot ? { boot: self.boot } : {}) };

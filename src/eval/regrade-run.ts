@@ -11,7 +11,7 @@ import { diagnose } from '../inspect/diagnose.js';
 import { readJson, readTrace } from '../inspect/runs.js';
 import { writeJsonAtomic } from '../rollout/artifacts.js';
 import type { Change } from '../rollout/diff.js';
-import { grade } from '../rollout/grade.js';
+import { grade, unrecordedOutput } from '../rollout/grade.js';
 import { rebuildWorlds } from '../rollout/rebuild.js';
 import type { ErrorInfo, ResultRecord, RunRecord, RunResult, RunStatus, Task } from '../types.js';
 
@@ -74,8 +74,13 @@ export async function regradeRun(dir: string, findTask: TaskFinder, regradedAt: 
   // A run graded strictly (`--strict` at the time, or the task says so today) is again.
   const strict = run.strict === true || task.strict === true;
   const graded = await grade(task, { initial: worlds.initial, final: worlds.final, output: old.output, trace: seen, conversation: conversationFromTrace(seen) }, changes, undefined, strict);
-  // A grade replaces a verifier error; what else the run recorded (how its agent crashed) stays.
-  const error: ErrorInfo | undefined = graded.status === 'error' ? graded.error : old.error?.code === 'verifier_error' ? undefined : old.error;
+  // A grade replaces a verifier error; what else the run recorded (how its agent crashed) stays,
+  // and an output that could not be recorded is said as a run says it.
+  const unrecorded = graded.status === 'error' ? undefined : unrecordedOutput(seen);
+  const error: ErrorInfo | undefined =
+    graded.status === 'error'
+      ? graded.error
+      : ((old.error?.code === 'verifier_error' ? undefined : old.error) ?? (unrecorded === undefined ? undefined : { code: 'output_not_recorded', message: unrecorded }));
   const diagnosis = diagnose({ trace, changes, checks: graded.checks, output: old.output, termination: old.termination, status: graded.status, task });
   const { error: _old, ...kept } = old;
   const result: ResultRecord = {

@@ -70,9 +70,9 @@ export interface RegradeReport {
   errors: number;
   /** Runs that were never graded (or never finished), left as they were. */
   skipped: number;
-  /** Regraded runs whose status changed, in run order. */
+  /** Regraded runs whose status changed, by task id, then trial, then run id. */
   changed: RegradeChange[];
-  /** Runs that could not be graded again (world_changed, ...): their results stay as they were. */
+  /** Runs that could not be graded again (world_changed, ...), in the same order: their results stay as they were. */
   refused: RegradeRefusal[];
   /** The recomputed summaries of the evals whose runs were regraded. */
   evals: EvalSummary[];
@@ -108,7 +108,10 @@ export async function regrade(options: RegradeOptions): Promise<RegradeReport> {
 
   const regraded = outcomes.filter((o): o is Extract<RunRegrade, { kind: 'regraded' }> => o.kind === 'regraded');
   skipped += outcomes.filter((o) => o.kind === 'skipped').length;
-  const refused = outcomes.filter((o): o is Extract<RunRegrade, { kind: 'refused' }> => o.kind === 'refused').map(({ kind: _kind, ...r }) => r);
+  const refused = outcomes
+    .filter((o): o is Extract<RunRegrade, { kind: 'refused' }> => o.kind === 'refused')
+    .map(({ kind: _kind, ...r }) => r)
+    .sort(byTaskAndTrial);
   // The evals these runs count in: the one asked for, or the eval a single run belongs to.
   const evalIds = new Set<string>();
   if (target.evalId !== undefined) evalIds.add(target.evalId);
@@ -131,7 +134,8 @@ export async function regrade(options: RegradeOptions): Promise<RegradeReport> {
       from: o.from,
       to: o.result.status,
       ...(retried.has(o.run.runId) ? { retried: true as const } : {}),
-    }));
+    }))
+    .sort(byTaskAndTrial);
   const count = (status: RunStatus): number => regraded.filter((o) => o.result.status === status).length;
   return {
     runs: regraded.length,
@@ -177,6 +181,17 @@ async function recomputeEval(
 }
 
 /** What a target names: run folders, and the eval they were taken from. */
+/**
+ * The order changes and refusals are listed in: by task id, then trial, then run id (a retried
+ * pair's runs in the order they ran). Not the order of runs.jsonl, which is the order the runs
+ * finished in, different at every eval.
+ */
+function byTaskAndTrial(a: { taskId: string; trial?: number; runId: string }, b: { taskId: string; trial?: number; runId: string }): number {
+  if (a.taskId !== b.taskId) return a.taskId < b.taskId ? -1 : 1;
+  if (a.trial !== b.trial) return (a.trial ?? -1) - (b.trial ?? -1);
+  return a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0;
+}
+
 interface Target {
   outDir: string;
   evalId?: string;

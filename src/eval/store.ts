@@ -3,12 +3,12 @@
  * line per run that ended, appended), which is what `--resume` and the reporters read back.
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { newId } from '../ids.js';
 import { SiloError } from '../errors.js';
 import { AppendFile } from '../rollout/append-file.js';
 import { writeJsonAtomic } from '../rollout/artifacts.js';
+import { makeFolder } from '../out-dir.js';
 import type { EvalRunLine, EvalSummary } from '../types.js';
 
 /** Checks an evalId given by a user (it names a folder): letters, digits, `.`, `_`, `-`. */
@@ -45,9 +45,10 @@ export class EvalStore {
     return join(this.dir, 'runs.jsonl');
   }
 
-  async open(): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
+  open(): Promise<void> {
+    makeFolder(this.dir);
     this.#lines = new AppendFile(this.runsFile);
+    return Promise.resolve();
   }
 
   append(line: EvalRunLine): void {

@@ -12,9 +12,10 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
-import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SiloError } from '../errors.js';
+import { makeFolder } from '../out-dir.js';
 import type { Endpoint, Provider } from './providers.js';
 import type { TokenCounts } from './usage.js';
 
@@ -132,7 +133,7 @@ export class ModelCache {
     const about = { provider: key.provider, endpoint: key.endpoint, actor: key.actor, taskId: key.taskId, trial: key.trial, occurrence: key.occurrence, model: modelOf(key.body) };
     const text = JSON.stringify({ version: ENTRY_VERSION, key: about, storedAt: new Date().toISOString(), sha256: sha256(JSON.stringify(stored)), response: stored });
     try {
-      await mkdir(join(this.dir, hash.slice(0, 2)), { recursive: true });
+      makeFolder(join(this.dir, hash.slice(0, 2)));
       await writeFile(tmp, text);
       await rename(tmp, file);
       return true;

@@ -5,10 +5,11 @@
  * first. Drawn entirely on the host: the Content-Security-Policy lets no script run at all and
  * nothing load from anywhere.
  */
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { rename, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Comparison, CompareSide, TaskComparison } from '../eval/compare.js';
 import { points, pValue } from '../eval/compare-table.js';
+import { makeFolder, outDirAccess } from '../out-dir.js';
 import { SILO_VERSION } from '../paths.js';
 import { escapeHtml } from './report-charts.js';
 import { CSS, VERDICT_CSS } from './report-page.js';
@@ -68,10 +69,16 @@ ${c.tasks.map(row).join('\n')}
 /** Writes the page to `file` (whole, then renamed); returns its absolute path. */
 export async function writeComparePage(c: Comparison, file: string): Promise<string> {
   const abs = resolve(file);
-  await mkdir(dirname(abs), { recursive: true });
-  const temp = `${abs}.${process.pid}.tmp`;
-  await writeFile(temp, renderComparePage(c));
-  await rename(temp, abs);
+  await outDirAccess(
+    abs,
+    async () => {
+      makeFolder(dirname(abs));
+      const temp = `${abs}.${process.pid}.tmp`;
+      await writeFile(temp, renderComparePage(c));
+      await rename(temp, abs);
+    },
+    '--output',
+  );
   return abs;
 }
 

@@ -43,6 +43,8 @@ export const CLIENT_JS = String.raw`
   }
   function pct(v) { return v === null || v === undefined ? '' : (v * 100).toFixed(0) + '%'; }
   function num(v) { return v === null || v === undefined ? '' : v.toFixed(2); }
+  // (the reporters' plural(), in the browser's language)
+  function plural(n, word) { return n + ' ' + word + (n === 1 ? '' : 's'); }
   function badge(status) { return h('span', { className: 'badge ' + status, text: status }); }
 
   // --- tasks -------------------------------------------------------------------------------
@@ -125,7 +127,7 @@ export const CLIENT_JS = String.raw`
     var rows = data.runs.filter(matches);
     var pages = Math.max(1, Math.ceil(rows.length / RUNS_PAGE));
     if (state.page >= pages) state.page = pages - 1;
-    document.getElementById('run-count').textContent = rows.length + ' of ' + data.runs.length + ' runs';
+    document.getElementById('run-count').textContent = rows.length + ' of ' + plural(data.runs.length, 'run');
     var body = clear(document.querySelector('#runs tbody'));
     var from = state.page * RUNS_PAGE;
     rows.slice(from, from + RUNS_PAGE).forEach(function (r) {
@@ -205,7 +207,7 @@ export const CLIENT_JS = String.raw`
     if (row.detail === undefined) {
       add(box, [
         facts([['run', h('code', { text: row.runId })], ['trial', String(row.trial)], ['score', num(row.score)], ['termination', row.termination], ['duration', fmtMs(row.durationMs)], ['diagnosis', row.diagnosis.map(function (c) { return data.codes[c]; }).join(', ')]]),
-        h('p', { className: 'muted', id: 'no-detail' }, 'This run\'s full detail is not in the report (it keeps ' + data.details.length + ' runs in full, failed ones first). See it with ', h('code', { text: 'silo show ' + row.runId }), '.'),
+        h('p', { className: 'muted', id: 'no-detail' }, 'This run\'s full detail is not in the report (it keeps ' + plural(data.details.length, 'run') + ' in full, failed ones first). See it with ', h('code', { text: 'silo show ' + row.runId }), '.'),
       ]);
       return;
     }

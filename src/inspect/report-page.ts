@@ -9,6 +9,7 @@ import { CLIENT_JS } from './report-client.js';
 import { durationHistogram, escapeHtml, passRateChart, STATUS_COLOURS } from './report-charts.js';
 import type { ReportData } from './report-data.js';
 import { ms } from './show.js';
+import { plural } from '../eval/reporters.js';
 
 /**
  * JSON that is safe inside a `<script>` element: `<`, `>` and `&` (which only occur inside JSON
@@ -43,8 +44,8 @@ export function renderReportPage(data: ReportData): string {
   const boundsNote =
     bounds.omittedDetails === 0
       ? `Every run's detail is in this file.`
-      : `${data.details.length} of ${data.runs.length} runs are in this file in full (failed and errored runs first; at most ` +
-        `${bounds.limits.maxDetailRuns} runs and ${(bounds.limits.maxDetailBytes / 2 ** 20).toFixed(1)} MiB of detail). ` +
+      : `${data.details.length} of ${plural(data.runs.length, 'run')} ${data.details.length === 1 ? 'is' : 'are'} in this file in full (failed and errored runs first; at most ` +
+        `${plural(bounds.limits.maxDetailRuns, 'run')} and ${(bounds.limits.maxDetailBytes / 2 ** 20).toFixed(1)} MiB of detail). ` +
         `For any other run, \`silo show <runId>\` prints everything.`;
 
   return `<!doctype html>
@@ -59,12 +60,12 @@ export function renderReportPage(data: ReportData): string {
 <body>
 <header>
 <h1>Eval <code>${escapeHtml(s.evalId)}</code> <span class="badge status-${escapeHtml(s.status)}">${escapeHtml(s.status)}</span></h1>
-<p class="muted">agent <code>${escapeHtml(s.agent)}</code> · ${s.trials} trial${s.trials === 1 ? '' : 's'} per task · ${s.tasks.length} task${s.tasks.length === 1 ? '' : 's'} · started ${escapeHtml(s.startedAt)}${s.durationMs === null ? '' : ` · took ${escapeHtml(ms(s.durationMs))}`}</p>
+<p class="muted">agent <code>${escapeHtml(s.agent)}</code> · ${plural(s.trials, 'trial')} per task · ${plural(s.tasks.length, 'task')} · started ${escapeHtml(s.startedAt)}${s.durationMs === null ? '' : ` · took ${escapeHtml(ms(s.durationMs))}`}</p>
 </header>
 <main>
 <section id="summary">
 <div class="cards">${cards.map(([label, value, status]) => `<div class="card${status ? ` status-${status}` : ''}"><div class="value">${escapeHtml(value)}</div><div class="label">${escapeHtml(label)}</div></div>`).join('')}</div>
-${baselineNote(data)}<p id="pass-rate">Pass rate <strong>${escapeHtml(rate)}</strong> (${escapeHtml(ci)}) over ${t.passed + t.failed} graded runs.${t.errors > 0 ? ` ${t.errors} runs could not be graded and are not counted.` : ''}${t.retries > 0 ? ` ${t.retries} infrastructure retries are not counted either.` : ''}</p>
+${baselineNote(data)}<p id="pass-rate">Pass rate <strong>${escapeHtml(rate)}</strong> (${escapeHtml(ci)}) over ${plural(t.passed + t.failed, 'graded run')}.${t.errors > 0 ? ` ${plural(t.errors, 'run')} could not be graded and ${t.errors === 1 ? 'is' : 'are'} not counted.` : ''}${t.retries > 0 ? ` ${t.retries === 1 ? '1 infrastructure retry is' : `${t.retries} infrastructure retries are`} not counted either.` : ''}</p>
 </section>
 <section id="charts">
 <figure><figcaption>Pass rate per task (bar), with its 95% interval (line)</figcaption>${passRateChart(s.tasks)}</figure>

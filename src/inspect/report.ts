@@ -2,7 +2,7 @@
  * `writeReport`: an eval as one self-contained HTML file (summary, charts, filterable runs, each
  * run's timeline, changes and checks) that opens from disk with no network.
  */
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { rename, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { SiloError } from '../errors.js';
@@ -11,7 +11,7 @@ import { DEFAULT_OUT_DIR } from '../options.js';
 import { collectReportData, DEFAULT_REPORT_LIMITS, type ReportLimits } from './report-data.js';
 import { renderReportPage } from './report-page.js';
 import { resolveEval } from './runs.js';
-import { outDirAccess } from '../out-dir.js';
+import { makeFolder, outDirAccess } from '../out-dir.js';
 
 export { resolveEval };
 
@@ -55,7 +55,7 @@ export async function writeReport(options: ReportOptions = {}): Promise<ReportWr
   await outDirAccess(
     options.output === undefined ? outDir : file,
     async () => {
-      await mkdir(dirname(file), { recursive: true });
+      makeFolder(dirname(file));
       // Written whole and renamed, so a browser never opens half a report.
       const temp = `${file}.${process.pid}.tmp`;
       await writeFile(temp, html);

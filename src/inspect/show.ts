@@ -62,7 +62,7 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
   } else if (run.status === 'running') {
     out.push(s.yellow('this run has not finished: it is still going, or the process running it stopped before the end'));
   }
-  if (result?.error) out.push(`${s.yellow('error')}       ${result.error.code}: ${result.error.message}`);
+  if (result?.error) out.push(`${s.yellow('error')}       ${result.error.code}: ${hang(result.error.message, 14)}`);
 
   const diagnosis = result?.diagnosis ?? [];
   if (diagnosis.length > 0) {
@@ -115,7 +115,7 @@ function formatTimeline(trace: readonly TraceEvent[], s: Style): string[] {
         lines.push(`${at}  ${s.cyan(`#${e.callId} ${e.name}`)} ${inline(e.input)}`);
         if (!r) lines.push(`             ${s.yellow('… no result (the run ended first)')}`);
         else if (r.ok) lines.push(`             ${s.green('→ ok')} ${s.dim(`(${ms(r.durationMs)})`)} ${inline(r.value)}`);
-        else lines.push(`             ${s.red(`→ ${r.error.code}`)} ${s.dim(`(${ms(r.durationMs)})`)} ${r.error.message}`);
+        else lines.push(`             ${s.red(`→ ${r.error.code}`)} ${s.dim(`(${ms(r.durationMs)})`)} ${hang(r.error.message, RESULT_HANG)}`);
         if (r?.changes && r.changes.length > 0) {
           const shown = r.changes.slice(0, CHANGES_PER_CALL) as Change[];
           lines.push(...formatDiff(shown, s).map((l) => `           ${l}`));
@@ -125,10 +125,10 @@ function formatTimeline(trace: readonly TraceEvent[], s: Style): string[] {
         break;
       }
       case 'agent_log':
-        lines.push(`${at}  ${s.dim(e.stream ? `[${e.stream}]` : '[log]')} ${clip(e.message, INLINE_CHARS)}${e.data === undefined ? '' : ` ${inline(e.data)}`}`);
+        lines.push(`${at}  ${s.dim(e.stream ? `[${e.stream}]` : '[log]')} ${hang(clip(e.message, INLINE_CHARS), EVENT_HANG)}${e.data === undefined ? '' : ` ${inline(e.data)}`}`);
         break;
       case 'limit_exceeded':
-        lines.push(`${at}  ${s.yellow(`limit ${e.limit}`)}: ${e.message}`);
+        lines.push(`${at}  ${s.yellow(`limit ${e.limit}`)}: ${hang(e.message, EVENT_HANG)}`);
         break;
       case 'model_call':
         lines.push(`${at}  ${modelCallLine(e, s)}`);
@@ -137,7 +137,7 @@ function formatTimeline(trace: readonly TraceEvent[], s: Style): string[] {
         lines.push(`${at}  ${s.bold('returned')} ${e.output === null ? s.dim('null') : inline(e.output)}${e.outputError ? s.yellow(` (${e.outputError})`) : ''}`);
         break;
       case 'agent_threw':
-        lines.push(`${at}  ${s.red(e.error.code === 'agent_load_error' ? 'did not load' : e.error.code === 'crashed' || e.error.code === 'agent_exit' ? 'crashed' : 'threw')}: ${e.error.message}`);
+        lines.push(`${at}  ${s.red(e.error.code === 'agent_load_error' ? 'did not load' : e.error.code === 'crashed' || e.error.code === 'agent_exit' ? 'crashed' : 'threw')}: ${hang(e.error.message, EVENT_HANG)}`);
         break;
       case 'user_message': {
         // The dialogue with the simulated user, interleaved with the calls it led to.
@@ -147,7 +147,7 @@ function formatTimeline(trace: readonly TraceEvent[], s: Style): string[] {
         break;
       }
       case 'user_error':
-        lines.push(`${at}  ${s.red('user failed')}: ${e.message}`);
+        lines.push(`${at}  ${s.red('user failed')}: ${hang(e.message, EVENT_HANG)}`);
         break;
       case 'run_finished':
         lines.push(`${at}  finished: ${e.status}, ${e.termination}`);
@@ -176,6 +176,22 @@ export function modelCallLine(e: Extract<TraceEvent, { type: 'model_call' }>, s:
 
 function indentAfterFirst(text: string, spaces: number): string {
   return text.split('\n').join(`\n${' '.repeat(spaces)}`);
+}
+
+/**
+ * Where the continuation lines of a multi-line message start: two columns right of the text of
+ * its event (after the 9-column time and two spaces), or of a call's result (`→ ...`), so the time
+ * column stays empty but for the events' own lines.
+ */
+const EVENT_HANG = 13;
+const RESULT_HANG = 15;
+
+/** A message of several lines (a stack, a tool's error): its lines after the first indented, blank ones at the end dropped. */
+function hang(text: string, spaces: number): string {
+  return text
+    .replace(/\s+$/, '')
+    .split(/\r?\n/)
+    .join(`\n${' '.repeat(spaces)}`);
 }
 
 function formatDiff(diff: readonly Change[] | null, s: Style): string[] {

@@ -4,11 +4,12 @@
  * same files a local rollout writes. A run too large to send keeps its grade on record as an
  * error that says where the full artifacts stayed; a run lost with its worker is an error too.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { newId } from '../ids.js';
 import { SiloError } from '../errors.js';
+import { makeFolder } from '../out-dir.js';
 import type { ResultRecord, RunRecord, RunResult } from '../types.js';
 import { ARTIFACT_FILES, OPTIONAL_ARTIFACT_FILES, type ArtifactFiles } from './job.js';
 
@@ -36,7 +37,7 @@ export function packRun(result: RunResult, maxBytes: number, keepDir: string): {
     return { result: rest, files };
   }
   const kept = join(keepDir, 'runs', result.runId);
-  mkdirSync(join(keepDir, 'runs'), { recursive: true });
+  makeFolder(join(keepDir, 'runs'));
   renameSync(runDir, kept);
   const error = {
     code: 'artifacts_too_large',
@@ -63,7 +64,7 @@ export function packRun(result: RunResult, maxBytes: number, keepDir: string): {
 export function writeRunFiles(outDir: string, runId: string, files: ArtifactFiles): string {
   if (!RUN_ID.test(runId)) throw new SiloError('SILO_USAGE', `a queue worker sent a run with a malformed runId (${JSON.stringify(runId).slice(0, 40)}); is it running another version of Silo?`);
   const dir = join(outDir, 'runs', runId);
-  mkdirSync(dir, { recursive: true });
+  makeFolder(dir);
   for (const name of ARTIFACT_FILES) {
     if (typeof files[name] !== 'string') throw new SiloError('SILO_USAGE', `a queue worker sent run ${runId} without its ${name}; is it running another version of Silo?`);
   }

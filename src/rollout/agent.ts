@@ -76,6 +76,8 @@ export interface AgentPhase {
   termination: Exclude<Termination, 'not_started'>;
   output: string | null;
   outputTruncated: boolean;
+  /** Why the value the agent returned could not be recorded (output null), when it could not: the run fails. */
+  outputError?: string;
   /** Why the agent failed to load, threw or crashed. */
   error?: ErrorInfo;
   toolCalls: number;
@@ -394,7 +396,7 @@ function fromCompletion(
   limits: Limits,
   trace: Trace,
   mapStack: (text: string) => string,
-): Pick<AgentPhase, 'termination' | 'output' | 'outputTruncated' | 'error'> {
+): Pick<AgentPhase, 'termination' | 'output' | 'outputTruncated' | 'outputError' | 'error'> {
   if (done.outcome === 'load_error') {
     const error = capError(done.error, 'agent_load_error', mapStack);
     trace.add({ type: 'agent_threw', error });
@@ -409,14 +411,21 @@ function fromCompletion(
   const text = typeof done.output === 'string' ? done.output : null;
   const captured = text === null ? { output: null, truncated: false } : capText(text, limits.maxOutputBytes);
   const truncated = captured.truncated || done.outputTruncated === true;
-  const outputError = typeof done.outputError === 'string' ? done.outputError : undefined;
+  // (one line: it is the run's error message too; the worker's text is the agent's to shape, and
+  // the channel cut it to AGENT_NOTE_MAX_CHARS)
+  const outputError = typeof done.outputError === 'string' ? done.outputError.replace(/\s*\n\s*/g, ' ') : undefined;
   trace.add({
     type: 'agent_returned',
     output: captured.output,
     ...(truncated ? { outputTruncated: true } : {}),
     ...(outputError === undefined ? {} : { outputError }),
   });
-  return { termination: (fired as AgentPhase['termination'] | undefined) ?? 'returned', output: captured.output, outputTruncated: truncated };
+  return {
+    termination: (fired as AgentPhase['termination'] | undefined) ?? 'returned',
+    output: captured.output,
+    outputTruncated: truncated,
+    ...(outputError === undefined ? {} : { outputError }),
+  };
 }
 
 /**

@@ -18,11 +18,12 @@
  * "running" the other files are not the run's word (a reader of a run left "running" by a dead
  * process treats it as crashed, whatever else it finds). Two files and two renames fewer a run.
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ResultRecord, RunRecord } from '../types.js';
 import type { Change } from './diff.js';
 import { toJsonLine } from './trace.js';
+import { makeFolder } from '../out-dir.js';
 
 let tmpCounter = 0;
 
@@ -49,7 +50,7 @@ export class RunArtifacts {
     return join(this.dir, 'trace.jsonl');
   }
   create(record: RunRecord): Promise<void> {
-    mkdirSync(this.dir, { recursive: true });
+    makeFolder(this.dir);
     // A new folder: `wx` fails if the run id was somehow taken, rather than writing into its run.
     writeFileSync(join(this.dir, 'run.json'), `${toJsonLine(record, 2)}\n`, { flag: 'wx' });
     return Promise.resolve();

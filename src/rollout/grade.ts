@@ -1,12 +1,14 @@
 /**
  * Step 8: grade. The verifier gets the final world, the initial snapshot, the output and the
- * trace; `mayChange` adds a check of its own. A verifier that throws, hangs or returns something
- * that is not a list of checks makes the run an `error` (`verifier_error`), not a failure.
+ * trace; `mayChange` adds a check of its own, and so does an output that could not be recorded. A
+ * verifier that throws, hangs or returns something that is not a list of checks makes the run an
+ * `error` (`verifier_error`), not a failure.
  */
 import { CHECK_VALUE_MAX_CHARS, VERIFIER_TIMEOUT_MS } from '../options.js';
-import type { Check, Task, VerifyArgs } from '../types.js';
+import type { Check, Task, TraceEvent, VerifyArgs } from '../types.js';
 import type { Change } from './diff.js';
 import { mayChangeCheck } from './may-change.js';
+import { UNRECORDED_OUTPUT } from './output.js';
 import { toJsonLine } from './trace.js';
 import { describeError } from '../errors.js';
 import { TIMED_OUT, within } from '../time.js';
@@ -21,7 +23,9 @@ export type Grade =
 
 /**
  * Grades a run. `mayChange` and, when `strict` (default: the task's `strict`), `grounded` are
- * gates: a violation is a failed check; respected, they are listed but not scored.
+ * gates: a violation is a failed check; respected, they are listed but not scored. An output the
+ * agent returned that could not be recorded is a failed gate too (`output recorded`): the run
+ * must not pass on an answer nobody can read back.
  */
 export async function grade(
   task: Task,
@@ -41,6 +45,9 @@ export async function grade(
   const problem = checkShape(returned);
   if (problem) return verifierError(`the verifier of ${task.id} ${problem}`);
   const checks = (returned as Check[]).map(compactCheck);
+  const unrecorded = unrecordedOutput(args.trace);
+  // (the check says why; the run's error says it whole)
+  if (unrecorded !== undefined) checks.push({ name: 'output recorded', pass: false, gate: true, message: unrecorded.replace(`${UNRECORDED_OUTPUT}: `, '') });
   if (task.mayChange) checks.push(compactCheck({ ...mayChangeCheck(changes, task.mayChange), gate: true }));
   if (strict) checks.push(groundedCheck(args, changes));
   return { status: checks.every((c) => c.pass) ? 'passed' : 'failed', score: score(checks), checks };
@@ -53,6 +60,15 @@ export async function grade(
 export function score(checks: readonly Check[]): number {
   const scored = checks.filter((c) => c.gate !== true || !c.pass);
   return scored.length === 0 ? 1 : scored.filter((c) => c.pass).length / scored.length;
+}
+
+/** Why the output the agent returned could not be recorded (its `agent_returned` event says), if it could not. */
+export function unrecordedOutput(trace: readonly TraceEvent[]): string | undefined {
+  for (let i = trace.length - 1; i >= 0; i--) {
+    const e = trace[i]!;
+    if (e.type === 'agent_returned') return e.outputError;
+  }
+  return undefined;
 }
 
 /** `strict`: the answer must have a successful tool call behind it (see ungroundedAnswer). */

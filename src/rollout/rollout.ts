@@ -130,7 +130,7 @@ interface StartedRun {
   plan: UserPlan;
   gateway: Gateway | null;
   providers: Provider[];
-  agent: { path: string; options: AgentOptions } | null;
+  agent: { path: string; options: AgentOptions; recorded: string } | null;
   env: Record<string, string>;
   limits: Limits;
   seed: number;
@@ -194,7 +194,7 @@ function startRun(options: RolloutOptions, given: Pick<StartedRun, 'agent' | 'en
     ...(options.trial === undefined ? {} : { trial: options.trial }),
     taskId: task.id,
     taskFile: options.taskFile ?? null,
-    agent: options.agent,
+    agent: given.agent?.recorded ?? options.agent,
     status: 'running',
     termination: null,
     startedAt: started.toISOString(),
@@ -232,7 +232,7 @@ function startRun(options: RolloutOptions, given: Pick<StartedRun, 'agent' | 'en
   created.catch((err: unknown) => stop.abort(err));
   // An agent in a thread of this process can write into the trace's descriptor: checked on close.
   const trace = new Trace(artifacts.traceFile, t0, { verify: pool?.inProcess === true, after: created });
-  trace.add({ type: 'run_started', taskId: task.id, agent: options.agent, seed });
+  trace.add({ type: 'run_started', taskId: task.id, agent: record.agent, seed });
   // The agent's model calls, when it was granted a provider: trace events and models.jsonl.
   const models = gateway ? new ModelLog(trace, join(artifacts.dir, 'models.jsonl'), created) : null;
   // Every property named, not `...given` first: an object spread and then added to property by
@@ -482,6 +482,8 @@ function outcomeOf({ phase, graded, conversation, error: failed }: PlayedRun, mo
   if (!error && (termination === 'crashed' || termination === 'out_of_memory') && phase?.error) {
     error = { code: phase.error.code, message: phase.error.message };
   }
+  // So does one whose output could not be recorded: failed (a gate of the grade), and why.
+  if (!error && graded && phase?.outputError !== undefined) error = { code: 'output_not_recorded', message: phase.outputError };
   return { status, score, termination, ...(error ? { error } : {}), checks: graded?.checks ?? [], output: phase?.output ?? null };
 }
 
@@ -548,15 +550,20 @@ function grantedProviders(agent: string, asked: readonly Provider[], env: Record
   return providers;
 }
 
-/** The module to run and the options to hand it; a built-in agent gets its model as `model`. */
-function resolveAgent(agent: string, options: AgentOptions = {}): { path: string; options: AgentOptions } {
+/**
+ * The module to run and the options to hand it; a built-in agent gets its model as `model`.
+ * `recorded`, the agent in run.json: a module's absolute path (as the task file's, and as an
+ * eval's summary has it, whatever folder the command ran in), a built-in agent's name.
+ */
+function resolveAgent(agent: string, options: AgentOptions = {}): { path: string; options: AgentOptions; recorded: string } {
   if (typeof agent !== 'string' || agent === '') throw new SiloError('SILO_USAGE', 'an agent is needed: --agent <file>');
   const builtin = parseBuiltinAgent(agent);
   if (builtin) {
     requireAgentSdk(builtin);
-    return { path: builtin.path, options: { ...options, model: builtin.model } };
+    return { path: builtin.path, options: { ...options, model: builtin.model }, recorded: agent };
   }
-  return { path: resolveAgentFile(agent), options };
+  const path = resolveAgentFile(agent);
+  return { path, options, recorded: path };
 }
 
 /** The environment as given, checked: names of variables, string values. */

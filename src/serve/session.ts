@@ -134,7 +134,9 @@ export async function serveSession(opts: DriveOptions, transport: Transport): Pr
   };
   const fired = guard.fired?.termination;
   if (how.kind === 'cancelled') return { ...base, termination: 'cancelled', output: null, outputTruncated: false };
-  if (how.kind === 'finished') return { ...base, termination: fired ?? 'returned', output: how.output, outputTruncated: how.outputTruncated };
+  if (how.kind === 'finished') {
+    return { ...base, termination: fired ?? 'returned', output: how.output, outputTruncated: how.outputTruncated, ...(how.outputError === undefined ? {} : { outputError: how.outputError }) };
+  }
   if (how.kind === 'limit') return { ...base, termination: fired ?? 'timeout', output: null, outputTruncated: false };
   trace.add({ type: 'agent_log', message: 'silo: the MCP client disconnected without calling finish; the output is null', stream: 'stderr' });
   return { ...base, termination: fired ?? 'returned', output: null, outputTruncated: false };

@@ -1,5 +1,6 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { RunRecord } from '../../src/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
 import { BIN, PLAIN_ENV, runSilo } from './silo.js';
@@ -59,6 +60,18 @@ describe('silo run', () => {
     expect(rows[0]).toMatchObject({ taskId: 'helpdesk/close-ticket', status: 'passed', score: 1, termination: 'returned' });
   });
 
+  it("records the agent in run.json as silo eval does: the module's absolute path, given a relative one", async () => {
+    const dir = join(out.dir, 'same-agent');
+    const run = await silo('run', TASKS, '--agent', SOLVER, '--task', 'helpdesk/close-ticket', '--json', '--out', dir);
+    const evaluated = await silo('eval', TASKS, '--agent', SOLVER, '--task', 'helpdesk/close-ticket', '--out', dir);
+    expect([run.code, evaluated.code]).toEqual([0, 0]);
+    const runs = readdirSync(join(dir, 'runs')).map((id) => JSON.parse(readFileSync(join(dir, 'runs', id, 'run.json'), 'utf8')) as RunRecord);
+    expect(runs.map((r) => r.evalId === undefined)).toEqual(expect.arrayContaining([true, false]));
+    for (const r of runs) expect(r.agent).toBe(resolve(SOLVER));
+    const started = readFileSync(join(dir, 'runs', runs[0]!.runId, 'trace.jsonl'), 'utf8').split('\n')[0]!;
+    expect(JSON.parse(started)).toMatchObject({ type: 'run_started', agent: resolve(SOLVER) });
+  });
+
   it('applies --timeout and --max-tool-calls', async () => {
     const r = await silo('run', TASKS, '--agent', SOLVER, '--task', 'helpdesk/assign-urgent-to-on-call', '--max-tool-calls', '1', '--json', '--out', out.dir);
     expect(r.code).toBe(1);
@@ -82,6 +95,13 @@ describe('silo run', () => {
     expect(r.stderr).toMatch(message);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  // Node's recursive mkdir spins there for ever, deaf to Ctrl-C: the child is killed after 30 s.
+  it.runIf(existsSync('/proc/self')).each(['run', 'eval'])('silo %s --out /proc/nope exits 2 at once, naming --out', async (command) => {
+    const r = await runSilo([command, TASKS, '--agent', SOLVER, '--task', 'helpdesk/close-ticket', '--out', '/proc/nope'], {}, { timeoutMs: 30_000, killSignal: 'SIGKILL' });
+    expect(r.stderr).toBe('silo: cannot write to /proc/nope: no folder can be made there (ENOENT); give --out a folder you can write to, or fix its permissions\n');
+    expect(r.code).toBe(2);
   });
 
   it('exits 2 with one line for a task file that does not load', async () => {
@@ -185,5 +205,19 @@ describe('--help', () => {
     const r = await silo(...cmd, '--help');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/Usage: silo/);
+  });
+
+  it('is what silo help prints, on stdout, exiting 0', async () => {
+    const r = await silo('help');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: silo \[options\] \[command\]/);
+  });
+
+  it('goes to stderr with exit code 2 when no command is given: a usage error, as an unknown command is', async () => {
+    const r = await silo();
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^Usage: silo \[options\] \[command\]/);
+    expect(r.stderr).toMatch(/Exit codes: 0 all passed, 1 something failed, 2 usage or set-up error\./);
+    expect(r.code).toBe(2);
   });
 });

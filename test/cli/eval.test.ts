@@ -72,6 +72,10 @@ describe('silo eval', () => {
     expect(r.stdout).not.toMatch(PROGRESS);
     expect(r.stdout).not.toContain('\u001b');
     expect(r.stderr).toMatch(PROGRESS);
+    // Off a terminal, the progress ends on the finished state, once.
+    const progress = r.stderr.split('\n').filter((l) => PROGRESS.test(l));
+    expect(progress.at(-1)).toMatch(/^6\/6 · 6 passed, 0 failed, 0 errors · 0 running · \S+\/s · took \S+$/);
+    expect(progress.filter((l) => l.startsWith('6/6 '))).toHaveLength(1);
     const { summary } = theEval(out);
     expect(summary).toMatchObject({ status: 'completed', trials: 1, totals: { runs: 6, passed: 6 } });
     expect(r.stdout).toContain(summary.evalId);

@@ -282,7 +282,7 @@ describe('silo ls (item 12)', () => {
     const ls = await silo('ls', '--out', out);
     const evals = ls.stdout.slice(ls.stdout.indexOf('Evals')).split('\n');
     expect(evals[0]).toBe('Evals (2 of 2, newest first)');
-    expect(evals[1]).toMatch(/^ {2}aa-newer {2}completed {3}100% {6}1 runs {2}calendar-solver\.mjs {2}\d{4}-/);
+    expect(evals[1]).toMatch(/^ {2}aa-newer {2}completed {3}100% {6}1 run {3}calendar-solver\.mjs {2}\d{4}-/);
     expect(evals[2]).toMatch(/^ {2}zz-older /);
     const limited = await silo('ls', '--limit', '1', '--out', out);
     expect(limited.stdout).toMatch(/Evals \(1 of 2, newest first\)\n {2}aa-newer .*\n {2}… 1 older \(--limit 2\)\n$/);

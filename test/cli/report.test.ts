@@ -89,7 +89,7 @@ describe('silo report', () => {
     const out = twoEvals();
     const r = await silo('report', SECOND, '--out', out, '--details', '1');
     expect(r.code).toBe(0);
-    expect(readFileSync(r.stdout.trim(), 'utf8')).toContain('1 of 2 runs are in this file in full');
+    expect(readFileSync(r.stdout.trim(), 'utf8')).toContain('1 of 2 runs is in this file in full');
   });
 
   it('has --help that says what goes in the page', async () => {

@@ -1,9 +1,9 @@
 /**
  * Progress on stderr: one live, redrawn line on a terminal; plain lines every few seconds
- * elsewhere (CI), never the finished state (the report follows it).
+ * elsewhere (CI), and the last state once at the end.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { formatProgress, PLAIN_PROGRESS_MS, progressPrinter } from '../../src/eval/progress.js';
+import { formatProgress, linePrinter, PLAIN_PROGRESS_MS, progressPrinter } from '../../src/eval/progress.js';
 import type { EvalProgress } from '../../src/eval/run-eval.js';
 
 function progress(extra: Partial<EvalProgress> = {}): EvalProgress {
@@ -33,6 +33,10 @@ describe('formatProgress', () => {
     expect(formatProgress(progress())).not.toContain('retried');
   });
 
+  it('says how long it took once every run is done', () => {
+    expect(formatProgress(progress({ done: 100, passed: 95, running: 0, elapsedMs: 61_000 }))).toBe('100/100 · 95 passed, 4 failed, 1 error · 0 running · 1.6/s · took 1m01s');
+  });
+
   it('gives minutes and hours for long ETAs, and a dash before the first run ends', () => {
     expect(formatProgress(progress({ done: 1, total: 61, elapsedMs: 1_000 }))).toMatch(/ETA 1m00s$/);
     expect(formatProgress(progress({ done: 1, total: 7201, elapsedMs: 1_000 }))).toMatch(/ETA 2h00m$/);
@@ -58,7 +62,7 @@ describe('progressPrinter', () => {
     vi.useRealTimers();
   });
 
-  it('off a terminal prints a plain line at once, then at most one per interval, and not the finished state', () => {
+  it('off a terminal prints a plain line at once, then at most one per interval, and the finished state once at the end', () => {
     const out = stream(false);
     const printer = progressPrinter(out);
     printer.update(progress({ done: 1 }));
@@ -68,11 +72,47 @@ describe('progressPrinter', () => {
     vi.advanceTimersByTime(1);
     printer.update(progress({ done: 4 }));
     printer.update(progress({ done: 100, running: 0 }));
+    // (an eval reports its end more than once)
+    printer.update(progress({ done: 100, running: 0 }));
     printer.done();
     const lines = out.text.split('\n').filter((l) => l !== '');
-    expect(lines.map((l) => l.split(' ')[0])).toEqual(['1/100', '4/100']);
+    expect(lines.map((l) => l.split(' ')[0])).toEqual(['1/100', '4/100', '100/100']);
+    expect(lines.at(-1)).toBe(formatProgress(progress({ done: 100, running: 0 })));
     expect(out.text).not.toContain('\r');
     expect(out.text).not.toContain('\u001b');
+  });
+
+  it('off a terminal ends on the last state given, also when the eval stopped short (a cancel), and prints it only once', () => {
+    const out = stream(false);
+    const printer = progressPrinter(out);
+    printer.update(progress({ done: 1 }));
+    printer.update(progress({ done: 7, running: 0 }));
+    printer.done();
+    printer.done();
+    expect(out.text.split('\n').filter((l) => l !== '').map((l) => l.split(' ')[0])).toEqual(['1/100', '7/100']);
+    // Nothing new since the last line printed: nothing more.
+    const again = stream(false);
+    const second = progressPrinter(again);
+    second.update(progress({ done: 1 }));
+    second.done();
+    expect(again.text.split('\n').filter((l) => l !== '')).toHaveLength(1);
+  });
+
+  it('off a terminal, with a quiet start, prints nothing for short work, and the last state after a long one', () => {
+    const format = (p: { done: number }): string => `${p.done}/10`;
+    const quiet = (s: NodeJS.WriteStream) => linePrinter(s, format, { finished: (p) => p.done >= 10, quietStart: true });
+    const short = stream(false);
+    const a = quiet(short);
+    a.update({ done: 10 });
+    a.done();
+    expect(short.text).toBe('');
+    const long = stream(false);
+    const b = quiet(long);
+    vi.advanceTimersByTime(PLAIN_PROGRESS_MS);
+    b.update({ done: 3 });
+    b.update({ done: 10 });
+    b.done();
+    expect(long.text).toBe('3/10\n10/10\n');
   });
 
   it('on a terminal redraws one line in place and clears it when done', () => {

@@ -130,6 +130,33 @@ describe.each([
   });
 });
 
+describe('the changes regrade lists', () => {
+  it('come by task id, then trial, whatever order the runs finished in; silo regrade prints them so', async () => {
+    const dir = join(tmp.dir, 'order');
+    mkdirSync(dir, { recursive: true });
+    const out = join(dir, 'out');
+    const wrong = await runEval({ paths: [writeHelpdesk(dir, 'broken')], agent: SOLVER, trials: 2, outDir: out, isolation: 'thread' });
+    // runs.jsonl holds the runs in the order they finished: here, the last first.
+    const file = new EvalStore(out, wrong.evalId).runsFile;
+    writeFileSync(file, `${readFileSync(file, 'utf8').trim().split('\n').reverse().join('\n')}\n`);
+    writeHelpdesk(dir, 'fixed');
+    const r = await runSilo(['regrade', wrong.evalId, '--out', out]);
+    expect(r.code).toBe(0);
+    const listed = r.stdout
+      .split('\n')
+      .filter((l) => /^ {2}\S+ → /.test(l))
+      .map((l) => l.trim().split(/\s+/).slice(0, 6).join(' '));
+    expect(listed).toEqual([
+      'failed → passed helpdesk/close-ticket trial 0',
+      'failed → passed helpdesk/close-ticket trial 1',
+      'failed → passed helpdesk/deactivate-inactive trial 0',
+      'failed → passed helpdesk/deactivate-inactive trial 1',
+      'error → passed helpdesk/escalate-priority trial 0',
+      'error → passed helpdesk/escalate-priority trial 1',
+    ]);
+  }, 60_000);
+});
+
 describe('regrade refuses and skips', () => {
   it('refuses every run whose world changed since, leaves their results and the eval alone, and exits 1', async () => {
     const dir = join(tmp.dir, 'changed-world');
@@ -280,6 +307,33 @@ export default {
     expect(report.changed.map((c) => c.runId).sort()).toEqual(
       linesOf(out, summary.evalId).filter((_l, i) => !outputs[i]!.startsWith('nonce-0')).map((l) => l.runId).sort(),
     );
+  }, 60_000);
+});
+
+describe('regrade of a run whose output could not be recorded', () => {
+  it('fails it again, with the same check and error, however the verifier grades it now', async () => {
+    const dir = join(tmp.dir, 'unrecorded');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'tasks.ts'),
+      `export default {
+  id: 'unrecorded/circle',
+  environment: { name: 'unrecorded', createState: () => ({}), tools: [] },
+  instruction: 'Answer.',
+  verify: () => [{ name: 'anything goes', pass: true }],
+};
+`,
+    );
+    const out = join(dir, 'out');
+    const summary = await runEval({ paths: [join(dir, 'tasks.ts')], agent: 'fixtures/agents/hostile/returns-circular.ts', outDir: out, isolation: 'thread' });
+    expect(summary.totals).toMatchObject({ runs: 1, failed: 1 });
+    const [line] = linesOf(out, summary.evalId);
+    const before = resultOf(out, line!.runId);
+    const report = await regrade({ target: summary.evalId, outDir: out });
+    expect(report.changed).toEqual([]);
+    const after = resultOf(out, line!.runId);
+    expect(after).toMatchObject({ status: 'failed', checks: before.checks, error: before.error });
+    expect(after.error).toEqual({ code: 'output_not_recorded', message: "the agent's output could not be recorded: it is circular (at .self)" });
   }, 60_000);
 });
 

@@ -196,6 +196,8 @@ describe.skipIf(missing && !inCi)('the HTML report in Chromium', () => {
     await page.locator('#runs tbody tr').first().click();
     const call = page.locator('#timeline tr.event-call');
     await expect.poll(() => call.count()).toBe(1);
+    // An eval of one run says so in the singular.
+    expect(await page.textContent('#run-count')).toBe('1 of 1 run');
     expect(await call.locator('ul.changes').innerText()).toBe('~ tickets.t1.status: "open" → "closed"');
     expect(await page.locator('#run-detail > ul.changes').innerText()).toBe('~ tickets.t1.status: "open" → "closed"');
     expect(trouble).toEqual({ errors: [], requests: [], dialogs: [] });

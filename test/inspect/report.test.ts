@@ -107,6 +107,19 @@ describe('the report page', () => {
     expect(html).toContain('id="chart-durations"');
   });
 
+  it('says "1 run", "1 task", "1 trial" in the singular', async () => {
+    const one = outDir();
+    const { summary: s } = writeFakeEval(one, '01FAKEEVAL00000000000000NE', [
+      { taskId: 't0', status: 'passed' },
+      { taskId: 't0', status: 'error', trial: 1 },
+    ]);
+    const { html } = await report(one, s.evalId, { maxDetailRuns: 1 });
+    expect(html).toMatch(/ · 1 task · /);
+    expect(html).toContain('over 1 graded run. 1 run could not be graded and is not counted.</p>');
+    expect(html).toContain('1 of 2 runs is in this file in full (failed and errored runs first; at most 1 run and ');
+    expect(html).not.toMatch(/\b1 (runs|tasks|trials)\b/);
+  });
+
   it('has a script that at least parses', () => {
     expect(() => new Function(CLIENT_JS)).not.toThrow();
   });

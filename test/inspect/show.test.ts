@@ -44,6 +44,30 @@ describe('formatRun', () => {
     expect(text).toMatch(/no diff recorded yet/);
   });
 
+  it('indents the lines after the first of a multi-line message, so the timeline stays one column of times', () => {
+    const loaded = runningRun();
+    loaded.trace.push(
+      { seq: 1, t: 5, type: 'tool_call', callId: 1, name: 'lookup', input: {} },
+      { seq: 2, t: 6, type: 'tool_result', callId: 1, durationMs: 1, ok: false, error: { code: 'tool_error', message: 'lookup failed:\n  table users is locked\n' } },
+      { seq: 3, t: 7, type: 'agent_log', message: 'thinking\r\nstill thinking' },
+      { seq: 4, t: 8, type: 'agent_threw', error: { code: 'agent_threw', message: 'Error: gave up\n    at agent (agent.ts:3:9)' } },
+    );
+    loaded.result = { version: 1, runId: '01TEST', taskId: 'demo/task', status: 'error', score: null, checks: [], output: null, outputTruncated: false, termination: 'threw', diagnosis: [], error: { code: 'internal_error', message: 'first\nsecond' } };
+    const text = formatRun(loaded, plain);
+    const timeline = text.slice(text.indexOf('Timeline\n') + 'Timeline\n'.length, text.indexOf('\n\nChanges'));
+    expect(timeline.split('\n')).toEqual([
+      '   0.00ms  started (seed 1)',
+      '      5ms  #1 lookup {}',
+      '             → tool_error (1ms) lookup failed:',
+      '                 table users is locked',
+      '      7ms  [log] thinking',
+      '             still thinking',
+      '      8ms  threw: Error: gave up',
+      '                 at agent (agent.ts:3:9)',
+    ]);
+    expect(text).toContain('error       internal_error: first\n              second\n');
+  });
+
   it('shows a call with no result as cut short', () => {
     const loaded = runningRun();
     loaded.trace.push({ seq: 1, t: 5, type: 'tool_call', callId: 1, name: 'get_user', input: { user_id: 'u1' } });

@@ -64,9 +64,12 @@ async function roll(world: TestWorld, agent: string, limits: Partial<Limits> = {
 function expectGraded(world: TestWorld, { result, files }: Rollout, status: 'passed' | 'failed'): void {
   expect(world.verified).toBe(1);
   expect(result.status).toBe(status);
-  // A graded run carries an error only to say why its agent's worker ended early.
+  // A graded run carries an error only to say why its agent's worker ended early, or why its
+  // output could not be recorded.
   if (result.termination === 'crashed' || result.termination === 'out_of_memory') {
     expect(result.error?.code).toMatch(result.termination === 'crashed' ? /^(crashed|agent_exit)$/ : /^out_of_memory$/);
+    expect(files.result.error).toEqual(result.error);
+  } else if (result.error?.code === 'output_not_recorded') {
     expect(files.result.error).toEqual(result.error);
   } else {
     expect(result.error).toBeUndefined();
@@ -144,19 +147,38 @@ describe('an agent that fails hard', () => {
 
 describe('output an agent returns', () => {
   it.each([
-    ['a BigInt', 'returns-bigint', /BigInt/],
-    ['a circular object', 'returns-circular', /circular/i],
-    ['a toJSON that throws something unprintable', 'returns-unprintable', /cannot be serialised as JSON/],
-  ])('records output that holds %s as null, says why, and grades the run', async (_what, agent, reason) => {
-    const world = testWorld();
+    ['a BigInt', 'returns-bigint', "the agent's output could not be recorded: it holds a BigInt (at .answer)"],
+    ['a circular object', 'returns-circular', "the agent's output could not be recorded: it is circular (at .self)"],
+    ['a function', 'returns-function', "the agent's output could not be recorded: a function has no JSON form"],
+    ['a toJSON that throws something unprintable', 'returns-unprintable', "the agent's output could not be recorded: its toJSON threw: {}"],
+  ])('fails a run whose output is %s (recorded as null) however its verifier grades it, and says why in one line', async (_what, agent, reason) => {
+    // A verifier that never reads the output: without the output's own check, the run would pass.
+    const world = testWorld({ verify: () => [check.ok('the world is as it should be', true)] });
     const run = await roll(world, hostile(agent));
     expect(run.result.termination).toBe('returned');
     expect(run.result.output).toBeNull();
     expectGraded(world, run, 'failed');
+    expect(run.files.result.score).toBe(0.5);
+    expect(run.files.result.checks).toEqual([
+      { name: 'the world is as it should be', pass: true },
+      { name: 'output recorded', pass: false, gate: true, message: reason.replace("the agent's output could not be recorded: ", '') },
+    ]);
+    expect(run.files.result.error).toEqual({ code: 'output_not_recorded', message: reason });
     const returned = eventsOf(run.files.trace, 'agent_returned');
     expect(returned).toHaveLength(1);
     expect(returned[0]?.output).toBeNull();
-    expect(returned[0]?.outputError).toMatch(reason);
+    expect(returned[0]?.outputError).toBe(reason);
+  });
+
+  it('keeps the reason one short line when a forged completion makes it a megabyte over half a million lines', async () => {
+    const world = testWorld({ verify: () => [check.ok('the world is as it should be', true)] });
+    const run = await roll(world, hostile('forges-output-error'));
+    expectGraded(world, run, 'failed');
+    const message = run.files.result.error?.message ?? '';
+    expect(message).toMatch(/^the agent's output could not be recorded: no no no /);
+    expect(message).not.toContain('\n');
+    expect(message.length).toBeLessThanOrEqual(1_000);
+    expect(eventsOf(run.files.trace, 'agent_returned')[0]?.outputError).toBe(message);
   });
 
   it('truncates an 8 MiB output to maxOutputBytes UTF-8 bytes, on a character boundary', async () => {

@@ -21,33 +21,47 @@ describe('captureOutput', () => {
     expect(captureOutput([1, 'a'], MB).output).toBe('[1,"a"]');
   });
 
-  it('records a BigInt as null with the reason', () => {
-    const captured = captureOutput({ total: 10n }, MB);
-    expect(captured.output).toBeNull();
-    expect(captured.truncated).toBe(false);
-    expect(captured.error).toMatch(/cannot be serialised as JSON: .*BigInt/);
+  it('leaves out what JSON leaves out of an object (a function, an undefined property)', () => {
+    expect(captureOutput({ n: 1, f: () => 1, u: undefined }, MB)).toEqual({ output: '{"n":1}', truncated: false });
   });
 
-  it('records a circular value as null with the reason', () => {
-    const loop: Record<string, unknown> = { a: 1 };
-    loop.self = loop;
-    const captured = captureOutput(loop, MB);
-    expect(captured.output).toBeNull();
-    expect(captured.error).toMatch(/cannot be serialised as JSON: .*circular/i);
+  it('records a BigInt as null, saying where it is', () => {
+    expect(captureOutput({ total: 10n }, MB)).toEqual({ output: null, truncated: false, error: "the agent's output could not be recorded: it holds a BigInt (at .total)" });
+    expect(captureOutput(10n, MB).error).toBe("the agent's output could not be recorded: it is a BigInt");
+    expect(captureOutput([1, { 'odd key': [2n] }], MB).error).toBe('the agent\'s output could not be recorded: it holds a BigInt (at [1]["odd key"][0])');
+  });
+
+  it('records a circular value as null, saying where the circle closes', () => {
+    const loop: Record<string, any> = { a: { b: {} } };
+    loop.a.b.c = loop.a;
+    expect(captureOutput(loop, MB)).toEqual({ output: null, truncated: false, error: "the agent's output could not be recorded: it is circular (at .a.b.c)" });
+    // The same object twice, not inside itself, is no circle.
+    const shared = { x: 1 };
+    expect(captureOutput({ a: shared, b: [shared] }, MB).output).toBe('{"a":{"x":1},"b":[{"x":1}]}');
   });
 
   it('records a value with no JSON form (a function, a symbol) as null with the reason', () => {
-    expect(captureOutput(() => 1, MB)).toEqual({ output: null, truncated: false, error: 'the returned value (function) has no JSON form' });
-    expect(captureOutput(Symbol('x'), MB).error).toBe('the returned value (symbol) has no JSON form');
+    expect(captureOutput(() => 1, MB)).toEqual({ output: null, truncated: false, error: "the agent's output could not be recorded: a function has no JSON form" });
+    expect(captureOutput(Symbol('x'), MB).error).toBe("the agent's output could not be recorded: a symbol has no JSON form");
   });
 
-  it('never throws, even for a value whose toJSON throws', () => {
+  it('never throws, even for a value whose toJSON or getter throws, or one too deep to walk', () => {
     const hostile = {
       toJSON() {
         throw new Error('gotcha');
       },
     };
-    expect(captureOutput(hostile, MB)).toEqual({ output: null, truncated: false, error: 'the returned value cannot be serialised as JSON: gotcha' });
+    expect(captureOutput({ list: [hostile] }, MB)).toEqual({ output: null, truncated: false, error: "the agent's output could not be recorded: its toJSON threw (at .list[0]): gotcha" });
+    const getter = {
+      get secret(): never {
+        throw new Error('no');
+      },
+    };
+    expect(captureOutput(getter, MB).error).toBe("the agent's output could not be recorded: reading .secret threw: no");
+    let deep: Record<string, unknown> = {};
+    const root = deep;
+    for (let i = 0; i < 100_000; i++) deep = (deep.n = {}) as Record<string, unknown>;
+    expect(captureOutput(root, MB).error).toMatch(/^the agent's output could not be recorded: JSON failed: Maximum call stack size exceeded$/);
   });
 
   it('truncates JSON output too', () => {
