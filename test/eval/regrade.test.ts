@@ -190,7 +190,9 @@ describe('regrade refuses and skips', () => {
 
     const json = await runSilo(['regrade', summary.evalId, '--out', out, '--json']);
     const parsed = JSON.parse(json.stdout) as RegradeReport;
-    expect(parsed.refused.map((x) => [x.runId, x.taskId, x.trial, x.reason])).toEqual(lines.map((l) => [l.runId, 'counter/up', l.trial, 'world_changed']));
+    // By task, then trial (not in the order the runs finished, which varies).
+    const byTrial = [...lines].sort((a, b) => a.trial - b.trial);
+    expect(parsed.refused.map((x) => [x.runId, x.taskId, x.trial, x.reason])).toEqual(byTrial.map((l) => [l.runId, 'counter/up', l.trial, 'world_changed']));
 
     // Put back, it grades again.
     writeWorld(0);
