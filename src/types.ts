@@ -116,7 +116,8 @@ export interface VerifyArgs<State = any> {
   trace: readonly TraceEvent[];
   /**
    * The dialogue with the task's simulated user, first message first (the user's opening line);
-   * empty for a task without a user, or run solo.
+   * empty for a task without a user. Run solo, the instruction the agent got as the user's message
+   * and the agent's answer as its one message (so `check.said` reads the answer).
    */
   conversation: readonly Message[];
 }
