@@ -136,6 +136,8 @@ describe('the user channel', () => {
     const results = JSON.parse(r.output ?? '{"results":[]}').results as { error?: { code: string } }[];
     if (results.length > 0) expect(results[0]!.error?.code).toBe('user_error');
     expect(eventsOf(readRunFiles(r.runDir).trace, 'user_error')).toHaveLength(1);
+    // (the answer had no tool call behind it, but a run whose user failed says nothing of the agent)
+    expect(r.diagnosis).toEqual([]);
   });
 
   it('a script that cannot say the opening line: an error before the agent starts', async () => {
