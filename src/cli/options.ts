@@ -24,7 +24,7 @@ export const EXIT_CODES_HELP =
 
 /** The help text of `--strict` (run and eval). */
 export const STRICT_HELP =
-  'fail a run whose answer has no successful tool call behind it (ungrounded_answer), as a failed check named grounded; without it, such a pass is shown as suspicious';
+  'fail a run whose answer has nothing behind it (ungrounded_answer: no successful tool call, or an action claimed while the world did not change), as a failed check named grounded; without it, such a pass is shown as suspicious';
 
 /** `--agent`, which `run` and `eval` both need (an eval being resumed has its own): one message for both. */
 export function requireAgent(agent: string | undefined, command: 'run' | 'eval'): string {

@@ -22,7 +22,15 @@ export interface DiagnoseInput {
 
 /** Words an answer uses to claim it changed something. */
 const CLAIMS_ACTION =
-  /\b(done|closed|cancell?ed|deactivated|activated|assigned|updated|changed|modified|created|deleted|removed|refunded|returned|exchanged|escalated|added|sent|completed|resolved)\b/i;
+  /\b(closed|cancell?ed|deactivated|activated|assigned|updated|changed|modified|created|deleted|removed|refunded|returned|exchanged|escalated|added|sent|resolved)\b/i;
+/**
+ * Words that say the work is finished, not that anything changed: "Done. There are 3 pending
+ * orders." answers a question that needed no change. They claim an action only in an answer that
+ * says nothing else ("Done.", "All done!", "Task completed successfully.").
+ */
+const CLAIMS_DONE = /\b(done|completed?)\b/i;
+/** What a bare claim of being done may hold besides the word (see CLAIMS_DONE). */
+const DONE_FILLER = /\b(all|everything|the|this|that|your|task|tasks|request|it|its|s|is|has|have|ve|been|i|now|successfully|as|requested|ok|okay|sure|here|you|go|thanks|thank|done|complete|completed)\b/gi;
 
 type Call = Extract<TraceEvent, { type: 'tool_call' }>;
 type Result = Extract<TraceEvent, { type: 'tool_result' }>;
@@ -197,20 +205,27 @@ function conversationFindings(
 
 /**
  * `ungrounded_answer`: an answer with no successful tool call behind it, or one that claims an
- * action when the world did not change. Grading uses it too (`strict`: a failed `grounded` check).
+ * action when the world did not change (the agent only looked things up). Grading uses it too
+ * (`strict`: a failed `grounded` check).
  */
 export function ungroundedAnswer(trace: readonly TraceEvent[], changes: readonly unknown[], output: string | null): Diagnosis | undefined {
   const returned = trace.find((e) => e.type === 'agent_returned');
   if (output === null || output.trim() === '' || !returned) return undefined;
   const ok = new Set(trace.filter((e): e is Result => e.type === 'tool_result' && e.ok).map((r) => r.callId));
-  if (!trace.some((e) => e.type === 'tool_call' && ok.has(e.callId))) {
+  const succeeded = trace.filter((e) => e.type === 'tool_call' && ok.has(e.callId)).length;
+  if (succeeded === 0) {
     return { code: 'ungrounded_answer', seq: returned.seq, message: 'the agent answered without a single successful tool call: nothing it says was looked up' };
   }
-  if (changes.length === 0 && CLAIMS_ACTION.test(output)) {
-    const word = output.match(CLAIMS_ACTION)?.[0] ?? 'done';
-    return { code: 'ungrounded_answer', seq: returned.seq, message: `the answer claims an action ("${word}") but the world did not change` };
-  }
-  return undefined;
+  if (changes.length > 0) return undefined;
+  const word = output.match(CLAIMS_ACTION)?.[0] ?? (isBareDone(output) ? output.match(CLAIMS_DONE)?.[0] : undefined);
+  if (word === undefined) return undefined;
+  const calls = succeeded === 1 ? 'its one successful tool call' : `its ${succeeded} successful tool calls`;
+  return { code: 'ungrounded_answer', seq: returned.seq, message: `the answer claims an action ("${word}") but the agent only looked things up: ${calls} changed nothing in the world` };
+}
+
+/** An answer that only says the work is done (see CLAIMS_DONE). */
+function isBareDone(output: string): boolean {
+  return CLAIMS_DONE.test(output) && output.replace(DONE_FILLER, '').replace(/[\W_]+/g, '') === '';
 }
 
 /** Whether a passed run is one to look at: its answer had nothing behind it. */

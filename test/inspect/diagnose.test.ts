@@ -65,9 +65,23 @@ describe('diagnose', () => {
     expect(findings[0]).toEqual({ code: 'ungrounded_answer', seq: 1, at: 'the answer', message: expect.stringMatching(/without a single successful tool call/) });
   });
 
-  it('flags an answer that claims an action when the world did not change (ungrounded_answer)', () => {
+  it('flags an answer that claims an action when the world did not change (ungrounded_answer), saying the agent only looked things up', () => {
     const trace = traceOf(started, ...call('get_ticket', { ticket_id: 't3' }, ok({})), returned('Done, I closed t3.'));
-    expect(run({ trace, output: 'Done, I closed t3.' })[0]).toMatchObject({ code: 'ungrounded_answer', message: expect.stringMatching(/claims an action/) });
+    expect(run({ trace, output: 'Done, I closed t3.' })[0]).toMatchObject({
+      code: 'ungrounded_answer',
+      message: 'the answer claims an action ("closed") but the agent only looked things up: its one successful tool call changed nothing in the world',
+    });
+  });
+
+  it('takes "Done" after a lookup as the work finished, not a claimed change: a claim only when the answer says nothing else', () => {
+    const looked = (output: string) => traceOf(started, ...call('list_orders', { status: 'pending' }, ok([1, 2, 3])), ...call('list_orders', {}, ok([])), returned(output));
+    for (const output of ['Done. There are 3 pending orders.', 'Completed: 3 orders are pending.', 'done — 3']) {
+      expect(codes(run({ trace: looked(output), output })), output).toEqual([]);
+    }
+    for (const output of ['Done.', 'All done!', "I've completed the task successfully.", 'Done. Refunded o2.']) {
+      const [finding] = run({ trace: looked(output), output });
+      expect(finding, output).toMatchObject({ code: 'ungrounded_answer', message: expect.stringMatching(/^the answer claims an action \("\w+"\) but the agent only looked things up: its 2 successful tool calls changed nothing in the world$/) });
+    }
   });
 
   it('flags a call to a tool that does not exist (hallucinated_tool) and the correction after it (self_corrected)', () => {
