@@ -11,6 +11,7 @@ import {
   collect,
   ENV_HELP,
   EXIT_CODES_HELP,
+  INIT_EXAMPLES_HELP,
   integer,
   isolation,
   ISOLATION_HELP,
@@ -69,9 +70,10 @@ export function registerRun(program: Command): void {
     .addHelpText(
       'after',
       `\n${EXIT_CODES_HELP}\n` +
-        'Examples:\n  silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts --task helpdesk/close-ticket\n' +
-        '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 silo run fixtures/helpdesk/tasks.ts --agent openai:qwen2.5:7b\n' +
-        '  OPENAI_API_KEY=sk-... silo run fixtures/helpdesk/tasks.ts --agent my-llm-agent.ts --provider openai --no-network',
+        `${INIT_EXAMPLES_HELP}\n` +
+        '  silo run evals/tasks.ts --agent evals/agents/solver.ts --task shop/refund-damaged\n' +
+        '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 silo run evals/tasks.ts --agent openai:qwen2.5:7b\n' +
+        '  OPENAI_API_KEY=sk-... silo run evals/tasks.ts --agent evals/agents/llm.ts --provider openai --no-network',
     )
     .action(async (taskFile: string, flags: RunFlags) => {
       process.exitCode = await runCommand(taskFile, flags);

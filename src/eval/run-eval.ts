@@ -380,7 +380,11 @@ export function toLine(result: RunResult, trial: number, retried: boolean): Eval
 }
 
 function recordOptions(options: EvalOptions): EvalOptionsRecord {
-  if (!options.paths || options.paths.length === 0) throw new SiloError('SILO_USAGE', 'an eval needs task files or folders');
+  if (!options.paths || options.paths.length === 0) {
+    // (`tasks` is the name people guess: the option is `paths`, as `silo eval <paths...>` takes them)
+    const named = 'tasks' in options ? 'runEval takes the task files or folders as paths, not tasks' : 'an eval needs task files or folders, as paths';
+    throw new SiloError('SILO_USAGE', `${named}: runEval({ paths: ['evals/tasks.ts'], agent: 'evals/agents/solver.ts' })`);
+  }
   if (!options.agent) throw new SiloError('SILO_USAGE', 'an eval needs an agent: --agent <file>');
   const trials = options.trials ?? 1;
   const retries = options.retries ?? DEFAULT_RETRIES;

@@ -4,6 +4,7 @@ import type { RunRecord } from '../../src/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
 import { BIN, PLAIN_ENV, runSilo } from './silo.js';
+import { INIT_FILES } from '../../src/init.js';
 import { spawn } from 'node:child_process';
 
 const out = tempDir('silo-cli-');
@@ -205,6 +206,14 @@ describe('--help', () => {
     const r = await silo(...cmd, '--help');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/Usage: silo/);
+  });
+
+  it.each(['run', 'eval', 'serve', 'check'])('of %s gives examples on the files silo init writes, none from this repository', async (command) => {
+    const r = await silo(command, '--help');
+    expect(r.stdout).toMatch(/^Examples?, on the files `npx silo init` writes \(evals\/\):$/m);
+    expect(r.stdout).not.toMatch(/fixtures\//);
+    const written = ['evals', ...INIT_FILES];
+    for (const [path] of r.stdout.matchAll(/(?<=\s)evals(?:\/[\w./-]+)?/g)) expect(written, path).toContain(path);
   });
 
   it('is what silo help prints, on stdout, exiting 0', async () => {
