@@ -138,7 +138,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     options.resume !== undefined ? resolveEvalId(options.resume, outDir) : options.evalId !== undefined ? checkEvalId(options.evalId) : newEvalId(outDir, undefined);
   // A new eval's options are checked before anything is written.
   const fresh = options.resume === undefined ? recordOptions(options) : undefined;
-  if (fresh) checkAgent(fresh.agent);
+  if (fresh) checkAgent(fresh.agent, options.agent);
   const store = new EvalStore(outDir, evalId);
   const created = [outDir, join(outDir, 'evals'), store.dir].filter((dir) => !existsSync(dir));
   // The folder is this process's until the eval ends: a second eval of the same id is refused.
@@ -423,10 +423,11 @@ function checkEnvNames(stored: readonly string[], env: Record<string, string>, r
   }
 }
 
-function checkAgent(agent: string): void {
+/** `given`: the agent as the user wrote it (`agent` is resolved), for agentNotFound's hint. */
+function checkAgent(agent: string, given = agent): void {
   if (parseBuiltinAgent(agent)) return;
   if (!existsSync(agent) || !statSync(agent).isFile()) {
-    throw agentNotFound(agent, agent);
+    throw agentNotFound(agent, given);
   }
 }
 

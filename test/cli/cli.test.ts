@@ -85,6 +85,9 @@ describe('silo run', () => {
     [['run', 'missing.ts', '--agent', SOLVER], /task file not found: .*missing\.ts/],
     [['run', TASKS, '--agent', 'missing-agent.ts'], /agent file not found/],
     [['run', TASKS, '--agent', 'openia:gpt-4o'], /agent file not found: .*openia:gpt-4o; .*\(the built-in agents are openai:<model> and anthropic:<model>\)/],
+    // (a provider's name alone: told the built-in agents too, with that provider's)
+    [['run', TASKS, '--agent', 'openai'], /agent file not found: .*\/openai; .*\(the built-in agents are openai:<model> and anthropic:<model>: --agent openai:gpt-4o-mini, say\)$/m],
+    [['eval', TASKS, '--agent', 'anthropic'], /agent file not found: .*\/anthropic; .*: --agent anthropic:claude-sonnet-4-5, say\)$/m],
     [['run', TASKS], /^silo: --agent is required: the agent module/],
     [['run', TASKS, '--agent', SOLVER, '--timeout', 'soon'], /--timeout <ms>.*expected an integer/],
     [['run', TASKS, '--agent', SOLVER, '--task', 'nope/*'], /no task matches --task nope\/\*/],
