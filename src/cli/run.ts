@@ -122,7 +122,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
 async function runTasks(taskFile: string, flags: RunFlags, agent: string, pool: AgentRunner, prepared: PreparedAgents, worker: WarmWorkers): Promise<number> {
   // What a run needs, imported when it runs (so that `silo --version` and the other commands do
   // not load it), all at once.
-  const [{ runRollout }, { loadTasks }, { selectTasks }, { gatewayFor }, { suspicion }, { formatLine }, { soloNote }] = await Promise.all([
+  const [{ runRollout }, { loadTasks }, { selectTasks }, { gatewayFor }, { suspicion }, { formatLine }, { userNote }] = await Promise.all([
     import('../rollout/rollout.js'),
     import('../load.js'),
     import('../filter.js'),
@@ -139,8 +139,8 @@ async function runTasks(taskFile: string, flags: RunFlags, agent: string, pool: 
   const agentOptions = agentOptionsFromFlags(flags);
   const providers = flags.provider ?? [];
   // One gateway for every rollout of the command, when the agent reaches a model through it.
-  const solo = soloNote(tasks.map((t) => t.task), flags);
-  if (solo) process.stderr.write(`note: ${solo}\n`);
+  const note = userNote(tasks.map((t) => t.task), flags);
+  if (note) process.stderr.write(`note: ${note}\n`);
   const gateway = await gatewayFor(agent, providers, flags);
 
   const s = createStyle(process.stdout);

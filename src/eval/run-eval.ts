@@ -33,7 +33,7 @@ import { resolveEvalId } from '../inspect/runs.js';
 import { suspicion } from '../inspect/diagnose.js';
 import { Tally } from './tally.js';
 import { parseUserModel } from '../user/model-user.js';
-import { soloNote } from '../user/plan.js';
+import { userNote } from '../user/plan.js';
 
 // For `silo eval`, which runs its rollouts on the sandbox it started early (src/cli/run-early.ts):
 // from here, it loads no chunk of the bundle more.
@@ -82,7 +82,7 @@ export interface EvalOptions {
   solo?: boolean;
   /**
    * Told once per eval what the user should know but is not an error: tasks whose user has neither
-   * script nor model, run solo without `--user`.
+   * script nor model, run solo without `--user`; `user` (or `solo`) given where no task has a user.
    */
   onNote?: (message: string) => void;
   /** The evalId of a new eval (letters, digits, `.`, `_`, `-`); a fresh ULID by default. */
@@ -171,8 +171,8 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
   const gateway = await gatewayFor(record.agent, record.providers ?? [], { ...options, user: record.user });
 
   const tasks = selectTasks(await loadTasks(record.taskFiles), { task: record.task, tag: record.tag });
-  const solo = soloNote(tasks.map((t) => t.task), record);
-  if (solo) options.onNote?.(solo);
+  const note = userNote(tasks.map((t) => t.task), record);
+  if (note) options.onNote?.(note);
   const tally = new Tally(tasks.map((t) => t.task.id));
   const finished = new Set<string>();
   // Attempts already made per pair: a resumed pair's next attempt gets a number of its own.
