@@ -223,6 +223,8 @@ describe('--help', () => {
     const r = await silo('help');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Usage: silo \[options\] \[command\]/);
+    // Every file of a run folder, models.jsonl included.
+    expect(r.stdout).toMatch(/^Artifacts go to \.silo\/runs\/<runId>\/ \(run\.json, trace\.jsonl, state-diff\.json, result\.json, and\nmodels\.jsonl when the agent or its simulated user called a model\)\.$/m);
   });
 
   it('goes to stderr with exit code 2 when no command is given: a usage error, as an unknown command is', async () => {
