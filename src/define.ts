@@ -74,9 +74,12 @@ export const check = {
     const said = (conversation ?? []).filter((m) => m.role === 'agent').map((m) => m.text);
     const pass = said.some((m) => m.toLowerCase().replaceAll(',', '').includes(needle));
     const actual = said.length === 0 ? 'the agent said nothing to the user' : `${said.length} message${said.length === 1 ? '' : 's'}, the last: ${JSON.stringify(said.at(-1))}`;
-    return withMessage({ name, pass, expected: `an agent message contains ${JSON.stringify(String(text))} (case-insensitive, commas ignored)`, actual }, message);
+    return withMessage({ name, pass, expected: `${SAID_EXPECTED}${JSON.stringify(String(text))} (case-insensitive, commas ignored)`, actual }, message);
   },
 };
+
+/** How a `check.said` check's `expected` begins: the diagnosis tells what the agent said from the world by it. */
+export const SAID_EXPECTED = 'an agent message contains ';
 
 function withMessage(c: Check, message: string | undefined): Check {
   return message === undefined ? c : { ...c, message };

@@ -116,7 +116,8 @@ export interface VerifyArgs<State = any> {
   trace: readonly TraceEvent[];
   /**
    * The dialogue with the task's simulated user, first message first (the user's opening line);
-   * empty for a task without a user, or run solo.
+   * empty for a task without a user. Run solo, the instruction the agent got as the user's message
+   * and the agent's answer as its one message (so `check.said` reads the answer).
    */
   conversation: readonly Message[];
 }
@@ -203,8 +204,9 @@ export interface Task<State = any> {
   tags?: readonly string[];
   solution?: Solution;
   /**
-   * An answer with no successful tool call behind it (`ungrounded_answer`) fails the run, as a
-   * failed `grounded` check, instead of passing with a warning (`--strict` does this for every task).
+   * An answer with nothing behind it (`ungrounded_answer`: no successful tool call, or an action
+   * claimed while the world did not change) fails the run, as a failed `grounded` check, instead
+   * of passing with a warning (`--strict` does this for every task).
    */
   strict?: boolean;
 }
@@ -548,7 +550,7 @@ export interface TaskStats {
   p95Ms: number | null;
   /** The task both passed and failed. */
   flaky: boolean;
-  /** Passed runs whose answer had no successful tool call behind it (`ungrounded_answer`): passes to look at. */
+  /** Passed runs whose answer had nothing behind it (`ungrounded_answer`): passes to look at. */
   suspicious: number;
   /** Model usage of the task's runs (retried ones included: they were paid for), when any was measured. */
   usage?: UsageTotals;

@@ -25,20 +25,31 @@ export interface BuiltinAgent {
   path: string;
 }
 
+/** A model of each provider, for the examples in messages. */
+const EXAMPLE_MODEL: Record<Provider, string> = { openai: 'gpt-4o-mini', anthropic: 'claude-sonnet-4-5' };
+
 /** The built-in agent `agent` names, or null when it is a module path. */
 export function parseBuiltinAgent(agent: string): BuiltinAgent | null {
   const m = /^(openai|anthropic):(.*)$/s.exec(agent);
   if (!m) return null;
   const provider = m[1] as Provider;
   const model = (m[2] ?? '').trim();
-  if (model === '') throw new SiloError('SILO_USAGE', `--agent ${provider}: needs a model name, e.g. --agent ${provider}:${provider === 'openai' ? 'gpt-4o-mini' : 'claude-sonnet-4-5'}`);
+  if (model === '') throw new SiloError('SILO_USAGE', `--agent ${provider}: needs a model name, e.g. --agent ${provider}:${EXAMPLE_MODEL[provider]}`);
   const spec = BUILTIN_AGENTS[provider];
   return { provider, model, path: join(PACKAGE_ROOT, 'dist', 'src', 'agents', spec.module) };
 }
 
-/** The error for an agent file that is not there; one written `name:model` is told the built-in agents' names. */
+/**
+ * The error for an agent file that is not there; one written `name:model`, or a provider's name
+ * alone (`openai`), is told the built-in agents' names.
+ */
 export function agentNotFound(path: string, given: string): SiloError {
-  const builtins = /^[a-z][a-z0-9-]*:[^/\\]/i.test(given) ? ' (the built-in agents are openai:<model> and anthropic:<model>)' : '';
+  const provider = /^(openai|anthropic)$/i.exec(given.trim())?.[1]?.toLowerCase() as Provider | undefined;
+  const builtins = provider
+    ? ` (the built-in agents are openai:<model> and anthropic:<model>: --agent ${provider}:${EXAMPLE_MODEL[provider]}, say)`
+    : /^[a-z][a-z0-9-]*:[^/\\]/i.test(given)
+      ? ' (the built-in agents are openai:<model> and anthropic:<model>)'
+      : '';
   return new SiloError('SILO_AGENT_NOT_FOUND', `agent file not found: ${path}; pass the path of a module that default-exports the agent function${builtins}`);
 }
 

@@ -25,7 +25,7 @@ export { CHECK_DEFAULTS };
 
 /** Loads task files (or folders, as `silo eval` reads them) and checks their tasks. */
 export async function checkTasks(paths: readonly string[], options: CheckOptions = {}): Promise<CheckReport> {
-  if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files to check, e.g. `silo check fixtures/helpdesk/tasks.ts`');
+  if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files to check, e.g. `silo check evals/tasks.ts` (what `silo init` writes)');
   const loaded = await loadTasks(discoverTaskFiles(paths));
   const filters = { ...(options.task ? { task: options.task } : {}), ...(options.tag ? { tag: options.tag } : {}) };
   return checkLoadedTasks(selectTasks(loaded, filters), options);

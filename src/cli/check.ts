@@ -39,8 +39,8 @@ and once per task:
 Nothing is written to .silo: the rollouts use a temporary folder that is removed afterwards.
 Exit codes: 0 no errors (warnings allowed), 1 at least one error, 2 usage or set-up error
 (a task file that does not load, say).
-Example:
-  silo check fixtures/helpdesk/tasks.ts`;
+Example, on the files \`npx silo init\` writes (evals/):
+  silo check evals/tasks.ts`;
 
 export function registerCheck(program: Command): void {
   program

@@ -13,6 +13,7 @@ import {
   collect,
   ENV_HELP,
   EXIT_CODES_HELP,
+  INIT_EXAMPLES_HELP,
   integer,
   isolation,
   ISOLATION_HELP,
@@ -96,14 +97,15 @@ export function registerEval(program: Command): void {
       '\nProgress goes to stderr, the report to stdout (or --output). Ctrl-C stops cleanly (exit 130) and\n' +
         'prints the --resume command; a second Ctrl-C exits at once. With --min-pass-rate, exit 0 once the\n' +
         `pass rate reaches it.\n${EXIT_CODES_HELP}\n` +
-        'Examples:\n  silo eval fixtures/helpdesk --agent fixtures/agents/helpdesk-solver.ts --trials 4\n' +
-        '  ANTHROPIC_BASE_URL=http://127.0.0.1:4000 silo eval fixtures/helpdesk --agent anthropic:claude-sonnet-4-5 --trials 4\n' +
+        `${INIT_EXAMPLES_HELP}\n` +
+        '  silo eval evals --agent evals/agents/solver.ts --trials 4\n' +
+        '  ANTHROPIC_BASE_URL=http://127.0.0.1:4000 silo eval evals --agent anthropic:claude-sonnet-4-5 --trials 4\n' +
         'On many machines: start `silo worker --queue redis://HOST:6379` on each, then\n' +
-        '  silo eval fixtures/helpdesk --agent my-agent.ts --queue redis://HOST:6379\n' +
+        '  silo eval evals --agent evals/agents/llm.ts --provider openai --queue redis://HOST:6379\n' +
         'In CI, against the last good eval:\n' +
-        '  silo eval fixtures/helpdesk --agent my-agent.ts --trials 8 --baseline 01JGOOD --fail-on-regression\n' +
+        '  silo eval evals --agent evals/agents/llm.ts --provider openai --trials 8 --baseline 01JGOOD --fail-on-regression\n' +
         'A CI matrix of three machines, then one summary:\n' +
-        '  silo eval fixtures/helpdesk --agent my-agent.ts --shard 2/3 --eval-id "ci-$RUN_ID" --out shard-2\n' +
+        '  silo eval evals --agent evals/agents/llm.ts --provider openai --shard 2/3 --eval-id "ci-$RUN_ID" --out shard-2\n' +
         '  silo merge shard-1 shard-2 shard-3',
     )
     .action(async (paths: string[], flags: EvalFlags, command: Command) => {
@@ -139,7 +141,7 @@ export function rate(value: string): number {
 
 async function evalCommand(paths: string[], flags: EvalFlags, concurrency: number | undefined): Promise<number> {
   if (flags.resume === undefined) {
-    if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files or folders, e.g. `silo eval fixtures/helpdesk --agent my-agent.ts`');
+    if (paths.length === 0) throw new SiloError('SILO_USAGE', 'give task files or folders, e.g. `silo eval evals --agent evals/agents/solver.ts` (what `silo init` writes)');
     requireAgent(flags.agent, 'eval');
   }
   if (flags.user !== undefined && flags.solo) {

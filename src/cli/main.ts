@@ -39,7 +39,8 @@ export async function createProgram(argv: readonly string[] = []): Promise<Comma
     .exitOverride()
     .addHelpText(
       'after',
-      '\nArtifacts go to .silo/runs/<runId>/ (run.json, trace.jsonl, state-diff.json, result.json).\n' +
+      '\nArtifacts go to .silo/runs/<runId>/ (run.json, trace.jsonl, state-diff.json, result.json, and\n' +
+        'models.jsonl when the agent or its simulated user called a model).\n' +
         'Exit codes: 0 all passed, 1 something failed, 2 usage or set-up error.\n' +
         'Start with: silo init (a working example in evals/), then the commands it prints.',
     );

@@ -22,9 +22,12 @@ export const EXIT_CODES_HELP =
   'status error); 2 usage or set-up error, before any run is recorded (bad flags, a missing file, a task\n' +
   'file that does not load, a malformed schema, an artifact folder that cannot be written).';
 
+/** The line before the commands' examples: they run on what `silo init` writes, in any project. */
+export const INIT_EXAMPLES_HELP = 'Examples, on the files `npx silo init` writes (evals/):';
+
 /** The help text of `--strict` (run and eval). */
 export const STRICT_HELP =
-  'fail a run whose answer has no successful tool call behind it (ungrounded_answer), as a failed check named grounded; without it, such a pass is shown as suspicious';
+  'fail a run whose answer has nothing behind it (ungrounded_answer: no successful tool call, or an action claimed while the world did not change), as a failed check named grounded; without it, such a pass is shown as suspicious';
 
 /** `--agent`, which `run` and `eval` both need (an eval being resumed has its own): one message for both. */
 export function requireAgent(agent: string | undefined, command: 'run' | 'eval'): string {

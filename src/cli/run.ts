@@ -11,6 +11,7 @@ import {
   collect,
   ENV_HELP,
   EXIT_CODES_HELP,
+  INIT_EXAMPLES_HELP,
   integer,
   isolation,
   ISOLATION_HELP,
@@ -69,9 +70,10 @@ export function registerRun(program: Command): void {
     .addHelpText(
       'after',
       `\n${EXIT_CODES_HELP}\n` +
-        'Examples:\n  silo run fixtures/helpdesk/tasks.ts --agent fixtures/agents/helpdesk-solver.ts --task helpdesk/close-ticket\n' +
-        '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 silo run fixtures/helpdesk/tasks.ts --agent openai:qwen2.5:7b\n' +
-        '  OPENAI_API_KEY=sk-... silo run fixtures/helpdesk/tasks.ts --agent my-llm-agent.ts --provider openai --no-network',
+        `${INIT_EXAMPLES_HELP}\n` +
+        '  silo run evals/tasks.ts --agent evals/agents/solver.ts --task shop/refund-damaged\n' +
+        '  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 silo run evals/tasks.ts --agent openai:qwen2.5:7b\n' +
+        '  OPENAI_API_KEY=sk-... silo run evals/tasks.ts --agent evals/agents/llm.ts --provider openai --no-network',
     )
     .action(async (taskFile: string, flags: RunFlags) => {
       process.exitCode = await runCommand(taskFile, flags);
@@ -120,7 +122,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
 async function runTasks(taskFile: string, flags: RunFlags, agent: string, pool: AgentRunner, prepared: PreparedAgents, worker: WarmWorkers): Promise<number> {
   // What a run needs, imported when it runs (so that `silo --version` and the other commands do
   // not load it), all at once.
-  const [{ runRollout }, { loadTasks }, { selectTasks }, { gatewayFor }, { suspicion }, { formatLine }, { soloNote }] = await Promise.all([
+  const [{ runRollout }, { loadTasks }, { selectTasks }, { gatewayFor }, { suspicion }, { formatLine }, { userNote }] = await Promise.all([
     import('../rollout/rollout.js'),
     import('../load.js'),
     import('../filter.js'),
@@ -137,8 +139,8 @@ async function runTasks(taskFile: string, flags: RunFlags, agent: string, pool: 
   const agentOptions = agentOptionsFromFlags(flags);
   const providers = flags.provider ?? [];
   // One gateway for every rollout of the command, when the agent reaches a model through it.
-  const solo = soloNote(tasks.map((t) => t.task), flags);
-  if (solo) process.stderr.write(`note: ${solo}\n`);
+  const note = userNote(tasks.map((t) => t.task), flags);
+  if (note) process.stderr.write(`note: ${note}\n`);
   const gateway = await gatewayFor(agent, providers, flags);
 
   const s = createStyle(process.stdout);

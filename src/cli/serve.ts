@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { SiloError } from '../errors.js';
 import { requireOptional } from '../optional.js';
 import type { RunResult } from '../types.js';
-import { integer, limitsFromFlags } from './options.js';
+import { INIT_EXAMPLES_HELP, integer, limitsFromFlags } from './options.js';
 import { onInterrupt } from './signals.js';
 
 interface ServeFlags {
@@ -33,8 +33,9 @@ export function registerServe(program: Command): void {
         "Silo's message. finish, or the client disconnecting, ends the rollout; it is graded and written to\n" +
         '.silo/runs/<runId>/ like any run. Over stdio, stdout carries MCP only: messages go to stderr.\n' +
         'Exit codes: 0 passed, 1 failed or error, 2 usage or set-up error, 130 cancelled.\n' +
-        'Examples:\n  silo serve fixtures/helpdesk/tasks.ts --task helpdesk/close-ticket\n' +
-        '  silo serve fixtures/helpdesk/tasks.ts --task helpdesk/close-ticket --http 8765   # then connect to the URL it prints\n' +
+        `${INIT_EXAMPLES_HELP}\n` +
+        '  silo serve evals/tasks.ts --task shop/refund-damaged\n' +
+        '  silo serve evals/tasks.ts --task shop/refund-damaged --http 8765   # then connect to the URL it prints\n' +
         'Over HTTP, every request needs the token in the URL printed (http://127.0.0.1:<port>/mcp?token=...),\n' +
         'or as an Authorization: Bearer <token> header; others get 401 (any local process can reach the port).',
     )

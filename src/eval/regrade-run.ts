@@ -4,7 +4,7 @@
  * through the rollout's own grading (grade.ts) on the stored output and trace, a new diagnosis. The
  * earlier result is kept as `result.<n>.json`; result.json and run.json are replaced atomically.
  */
-import { conversationFromTrace } from '../user/dialogue.js';
+import { conversationFromTrace, soloConversation } from '../user/dialogue.js';
 import { copyFileSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { diagnose } from '../inspect/diagnose.js';
@@ -73,7 +73,9 @@ export async function regradeRun(dir: string, findTask: TaskFinder, regradedAt: 
   const seen = trace.filter((e) => e.type !== 'run_finished');
   // A run graded strictly (`--strict` at the time, or the task says so today) is again.
   const strict = run.strict === true || task.strict === true;
-  const graded = await grade(task, { initial: worlds.initial, final: worlds.final, output: old.output, trace: seen, conversation: conversationFromTrace(seen) }, changes, undefined, strict);
+  // The conversation as the run had it; a run solo gets the instruction and its answer, as a rollout does.
+  const conversation = run.user?.mode === 'solo' ? soloConversation(task.instruction, old.output) : conversationFromTrace(seen);
+  const graded = await grade(task, { initial: worlds.initial, final: worlds.final, output: old.output, trace: seen, conversation }, changes, undefined, strict);
   // A grade replaces a verifier error; what else the run recorded (how its agent crashed) stays,
   // and an output that could not be recorded is said as a run says it.
   const unrecorded = graded.status === 'error' ? undefined : unrecordedOutput(seen);

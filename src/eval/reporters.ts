@@ -49,7 +49,11 @@ export function tableReport(summary: EvalSummary, s: Style): string {
     s.dim(`eval ${summary.evalId} · trials ${summary.trials} · pass@k/pass^k for k in ${ks.join(', ') || '–'} in summary.json`),
   );
   if (t.suspicious) {
-    out.push(s.yellow(`suspicious: passed, but the answer had no successful tool call behind it (ungrounded_answer); --strict fails such runs`));
+    out.push(
+      s.yellow(
+        `suspicious: passed, but the answer had nothing behind it (ungrounded_answer: no successful tool call, or an action claimed while the world did not change; silo show says which); --strict fails such runs`,
+      ),
+    );
   }
   if (t.usage) {
     const u = t.usage;

@@ -33,7 +33,7 @@ import { resolveEvalId } from '../inspect/runs.js';
 import { suspicion } from '../inspect/diagnose.js';
 import { Tally } from './tally.js';
 import { parseUserModel } from '../user/model-user.js';
-import { soloNote } from '../user/plan.js';
+import { userNote } from '../user/plan.js';
 
 // For `silo eval`, which runs its rollouts on the sandbox it started early (src/cli/run-early.ts):
 // from here, it loads no chunk of the bundle more.
@@ -82,7 +82,7 @@ export interface EvalOptions {
   solo?: boolean;
   /**
    * Told once per eval what the user should know but is not an error: tasks whose user has neither
-   * script nor model, run solo without `--user`.
+   * script nor model, run solo without `--user`; `user` (or `solo`) given where no task has a user.
    */
   onNote?: (message: string) => void;
   /** The evalId of a new eval (letters, digits, `.`, `_`, `-`); a fresh ULID by default. */
@@ -138,7 +138,7 @@ export async function runEval(options: EvalOptions): Promise<EvalSummary> {
     options.resume !== undefined ? resolveEvalId(options.resume, outDir) : options.evalId !== undefined ? checkEvalId(options.evalId) : newEvalId(outDir, undefined);
   // A new eval's options are checked before anything is written.
   const fresh = options.resume === undefined ? recordOptions(options) : undefined;
-  if (fresh) checkAgent(fresh.agent);
+  if (fresh) checkAgent(fresh.agent, options.agent);
   const store = new EvalStore(outDir, evalId);
   const created = [outDir, join(outDir, 'evals'), store.dir].filter((dir) => !existsSync(dir));
   // The folder is this process's until the eval ends: a second eval of the same id is refused.
@@ -171,8 +171,8 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
   const gateway = await gatewayFor(record.agent, record.providers ?? [], { ...options, user: record.user });
 
   const tasks = selectTasks(await loadTasks(record.taskFiles), { task: record.task, tag: record.tag });
-  const solo = soloNote(tasks.map((t) => t.task), record);
-  if (solo) options.onNote?.(solo);
+  const note = userNote(tasks.map((t) => t.task), record);
+  if (note) options.onNote?.(note);
   const tally = new Tally(tasks.map((t) => t.task.id));
   const finished = new Set<string>();
   // Attempts already made per pair: a resumed pair's next attempt gets a number of its own.
@@ -380,7 +380,11 @@ export function toLine(result: RunResult, trial: number, retried: boolean): Eval
 }
 
 function recordOptions(options: EvalOptions): EvalOptionsRecord {
-  if (!options.paths || options.paths.length === 0) throw new SiloError('SILO_USAGE', 'an eval needs task files or folders');
+  if (!options.paths || options.paths.length === 0) {
+    // (`tasks` is the name people guess: the option is `paths`, as `silo eval <paths...>` takes them)
+    const named = 'tasks' in options ? 'runEval takes the task files or folders as paths, not tasks' : 'an eval needs task files or folders, as paths';
+    throw new SiloError('SILO_USAGE', `${named}: runEval({ paths: ['evals/tasks.ts'], agent: 'evals/agents/solver.ts' })`);
+  }
   if (!options.agent) throw new SiloError('SILO_USAGE', 'an eval needs an agent: --agent <file>');
   const trials = options.trials ?? 1;
   const retries = options.retries ?? DEFAULT_RETRIES;
@@ -419,10 +423,11 @@ function checkEnvNames(stored: readonly string[], env: Record<string, string>, r
   }
 }
 
-function checkAgent(agent: string): void {
+/** `given`: the agent as the user wrote it (`agent` is resolved), for agentNotFound's hint. */
+function checkAgent(agent: string, given = agent): void {
   if (parseBuiltinAgent(agent)) return;
   if (!existsSync(agent) || !statSync(agent).isFile()) {
-    throw agentNotFound(agent, agent);
+    throw agentNotFound(agent, given);
   }
 }
 

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ModelLog } from './record.js';
 import type { Provider } from './providers.js';
+import { plural } from '../eval/reporters.js';
 
 /** A rollout's model budget (run.json `limits`). */
 export interface ModelLimits {
@@ -102,7 +103,7 @@ export class ModelSession {
       const usage = this.log.usage('agent');
       const tokens = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);
       if (this.#admitted >= maxModelRequests) {
-        this.#fire('maxModelRequests', `model request limit: the agent made more than ${maxModelRequests} model requests (maxModelRequests)`);
+        this.#fire('maxModelRequests', `model request limit: the agent made more than ${plural(maxModelRequests, 'model request')} (maxModelRequests)`);
       } else if (maxTokens !== undefined && tokens >= maxTokens) {
         this.#fire('maxTokens', `token limit: the agent's model requests used ${tokens} tokens, reaching maxTokens (${maxTokens})`);
       }

@@ -7,6 +7,7 @@ import { changePath, type Change } from '../rollout/diff.js';
 import { isAllowed } from '../rollout/may-change.js';
 import type { Check, Diagnosis, Task, Termination, TraceEvent } from '../types.js';
 import { ms } from './show.js';
+import { SAID_EXPECTED } from '../define.js';
 
 export interface DiagnoseInput {
   trace: readonly TraceEvent[];
@@ -21,7 +22,15 @@ export interface DiagnoseInput {
 
 /** Words an answer uses to claim it changed something. */
 const CLAIMS_ACTION =
-  /\b(done|closed|cancell?ed|deactivated|activated|assigned|updated|changed|modified|created|deleted|removed|refunded|returned|exchanged|escalated|added|sent|completed|resolved)\b/i;
+  /\b(closed|cancell?ed|deactivated|activated|assigned|updated|changed|modified|created|deleted|removed|refunded|returned|exchanged|escalated|added|sent|resolved)\b/i;
+/**
+ * Words that say the work is finished, not that anything changed: "Done. There are 3 pending
+ * orders." answers a question that needed no change. They claim an action only in an answer that
+ * says nothing else ("Done.", "All done!", "Task completed successfully.").
+ */
+const CLAIMS_DONE = /\b(done|completed?)\b/i;
+/** What a bare claim of being done may hold besides the word (see CLAIMS_DONE). */
+const DONE_FILLER = /\b(all|everything|the|this|that|your|task|tasks|request|it|its|s|is|has|have|ve|been|i|now|successfully|as|requested|ok|okay|sure|here|you|go|thanks|thank|done|complete|completed)\b/gi;
 
 type Call = Extract<TraceEvent, { type: 'tool_call' }>;
 type Result = Extract<TraceEvent, { type: 'tool_result' }>;
@@ -89,42 +98,37 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
     });
   }
 
-  // Failed checks: those that looked at the answer, and the rest (the world). Gates (mayChange,
-  // grounded) have findings of their own.
+  // Failed checks: those that looked at the answer, those that looked at what the agent told the
+  // user (check.said: a wrong answer too, in a conversation), and the rest (the world). Gates
+  // (mayChange, grounded) have findings of their own.
   const failed = checks.filter((c) => !c.pass && c.name !== 'mayChange' && c.gate !== true);
   const aboutAnswer = (c: Check): boolean => output !== null && c.actual === output;
+  const aboutSaid = (c: Check): boolean => typeof c.expected === 'string' && c.expected.startsWith(SAID_EXPECTED);
   const wrongAnswer = failed.filter(aboutAnswer);
-  const wrongState = failed.filter((c) => !aboutAnswer(c));
-  if (wrongState.length > 0) {
-    findings.push({ code: 'wrong_final_state', message: `the world is not as expected: ${wrongState.map((c) => c.name).slice(0, 5).join('; ')}` });
-  }
-  if (wrongAnswer.length > 0) {
-    const message = `the answer is wrong: ${wrongAnswer.map((c) => c.name).slice(0, 5).join('; ')}`;
-    findings.push({ code: 'wrong_answer', ...(returned ? { seq: returned.seq } : {}), message });
+  const notSaid = failed.filter((c) => !aboutAnswer(c) && aboutSaid(c));
+  const wrongState = failed.filter((c) => !aboutAnswer(c) && !aboutSaid(c));
+  const names = (list: readonly Check[]): string => list.map((c) => c.name).slice(0, 5).join('; ');
+  if (wrongState.length > 0) findings.push({ code: 'wrong_final_state', message: `the world is not as expected: ${names(wrongState)}` });
+  if (wrongAnswer.length > 0) findings.push({ code: 'wrong_answer', ...(returned ? { seq: returned.seq } : {}), message: `the answer is wrong: ${names(wrongAnswer)}` });
+  if (notSaid.length > 0) {
+    // At the agent's last message to the user; run solo, its answer (what said-checks read then).
+    const lastSaid = trace.findLast((e) => e.type === 'user_message' && e.from === 'agent') ?? returned;
+    findings.push({ code: 'wrong_answer', ...(lastSaid ? { seq: lastSaid.seq } : {}), message: `the agent did not tell the user what was expected: ${names(notSaid)}` });
   }
 
   findings.push(...conversationFindings(trace, calls, results, status, tools));
 
-  const limit = trace.find((e) => e.type === 'limit_exceeded');
-  if (termination === 'timeout' || termination === 'tool_call_limit' || termination === 'model_limit' || termination === 'out_of_memory') {
-    // (the limit's message starts with its own name, "timeout: …", which the finding's code already says)
-    const message = limit?.type === 'limit_exceeded' ? limit.message.replace(/^(timeout|tool call limit): /, '') : termination;
-    findings.push({ code: termination, ...(limit ? { seq: limit.seq } : {}), message });
-  } else if (termination === 'crashed') {
-    const threw = trace.find((e) => e.type === 'agent_threw');
-    findings.push({ code: 'crashed', ...(threw ? { seq: threw.seq } : {}), message: threw?.type === 'agent_threw' ? threw.error.message : "the agent's worker ended before it returned" });
-  } else if (termination === 'threw' || termination === 'load_error') {
-    // No answer came: what the agent threw (or why it did not load) is the first thing to read.
-    const threw = trace.find((e) => e.type === 'agent_threw');
-    const why = threw?.type === 'agent_threw' ? threw.error.message : 'no error was recorded';
-    findings.push({ code: termination, ...(threw ? { seq: threw.seq } : {}), message: termination === 'threw' ? `the agent threw: ${why}` : why });
-  }
+  const ending = endingFinding(trace, termination);
+  if (ending) findings.push(ending);
+  // A run that is an error (its user or its model failed, its verifier broke) says nothing of the
+  // agent's work: only how the agent ended (it threw, a limit) is worth reading there.
+  const kept = status === 'error' ? (ending ? [ending] : []) : findings;
   // In the order of the trace; findings about the whole run last. A finding repeated word for
   // word (the same hallucinated tool called five times) is kept once, where it first happened.
   const times = new Map<string, number>();
   const key = (f: Diagnosis): string => `${f.code}\u0000${f.message}`;
-  for (const f of findings) times.set(key(f), (times.get(key(f)) ?? 0) + 1);
-  return findings
+  for (const f of kept) times.set(key(f), (times.get(key(f)) ?? 0) + 1);
+  return kept
     .sort((a, b) => (a.seq ?? Infinity) - (b.seq ?? Infinity))
     .filter((f) => {
       const n = times.get(key(f));
@@ -137,6 +141,26 @@ export function diagnose(input: DiagnoseInput): Diagnosis[] {
       const at = findingPlace(f.seq, trace);
       return at === undefined ? f : { ...f, at };
     });
+}
+
+/** How the agent ended, when that is a finding: a limit, a crash, a throw, a module that did not load. */
+function endingFinding(trace: readonly TraceEvent[], termination: Termination): Diagnosis | undefined {
+  if (termination === 'timeout' || termination === 'tool_call_limit' || termination === 'model_limit' || termination === 'out_of_memory') {
+    const limit = trace.find((e) => e.type === 'limit_exceeded');
+    // (the limit's message starts with its own name, "timeout: …", which the finding's code already says)
+    const message = limit?.type === 'limit_exceeded' ? limit.message.replace(/^(timeout|tool call limit): /, '') : termination;
+    return { code: termination, ...(limit ? { seq: limit.seq } : {}), message };
+  }
+  const threw = trace.find((e) => e.type === 'agent_threw');
+  if (termination === 'crashed') {
+    return { code: 'crashed', ...(threw ? { seq: threw.seq } : {}), message: threw?.type === 'agent_threw' ? threw.error.message : "the agent's worker ended before it returned" };
+  }
+  if (termination === 'threw' || termination === 'load_error') {
+    // No answer came: what the agent threw (or why it did not load) is the first thing to read.
+    const why = threw?.type === 'agent_threw' ? threw.error.message : 'no error was recorded';
+    return { code: termination, ...(threw ? { seq: threw.seq } : {}), message: termination === 'threw' ? `the agent threw: ${why}` : why };
+  }
+  return undefined;
 }
 
 type UserMessage = Extract<TraceEvent, { type: 'user_message' }>;
@@ -181,20 +205,27 @@ function conversationFindings(
 
 /**
  * `ungrounded_answer`: an answer with no successful tool call behind it, or one that claims an
- * action when the world did not change. Grading uses it too (`strict`: a failed `grounded` check).
+ * action when the world did not change (the agent only looked things up). Grading uses it too
+ * (`strict`: a failed `grounded` check).
  */
 export function ungroundedAnswer(trace: readonly TraceEvent[], changes: readonly unknown[], output: string | null): Diagnosis | undefined {
   const returned = trace.find((e) => e.type === 'agent_returned');
   if (output === null || output.trim() === '' || !returned) return undefined;
   const ok = new Set(trace.filter((e): e is Result => e.type === 'tool_result' && e.ok).map((r) => r.callId));
-  if (!trace.some((e) => e.type === 'tool_call' && ok.has(e.callId))) {
+  const succeeded = trace.filter((e) => e.type === 'tool_call' && ok.has(e.callId)).length;
+  if (succeeded === 0) {
     return { code: 'ungrounded_answer', seq: returned.seq, message: 'the agent answered without a single successful tool call: nothing it says was looked up' };
   }
-  if (changes.length === 0 && CLAIMS_ACTION.test(output)) {
-    const word = output.match(CLAIMS_ACTION)?.[0] ?? 'done';
-    return { code: 'ungrounded_answer', seq: returned.seq, message: `the answer claims an action ("${word}") but the world did not change` };
-  }
-  return undefined;
+  if (changes.length > 0) return undefined;
+  const word = output.match(CLAIMS_ACTION)?.[0] ?? (isBareDone(output) ? output.match(CLAIMS_DONE)?.[0] : undefined);
+  if (word === undefined) return undefined;
+  const calls = succeeded === 1 ? 'its one successful tool call' : `its ${succeeded} successful tool calls`;
+  return { code: 'ungrounded_answer', seq: returned.seq, message: `the answer claims an action ("${word}") but the agent only looked things up: ${calls} changed nothing in the world` };
+}
+
+/** An answer that only says the work is done (see CLAIMS_DONE). */
+function isBareDone(output: string): boolean {
+  return CLAIMS_DONE.test(output) && output.replace(DONE_FILLER, '').replace(/[\W_]+/g, '') === '';
 }
 
 /** Whether a passed run is one to look at: its answer had nothing behind it. */

@@ -135,7 +135,7 @@ export const CLIENT_JS = String.raw`
         h('td', { className: 'mono', title: r.runId, text: r.runId.slice(-10) }),
         h('td', { text: data.tasks[r.task] }),
         h('td', { className: 'num', text: r.trial }),
-        h('td', null, badge(r.status), r.retried ? h('span', { className: 'chip', text: 'retried' }) : null, r.suspicious ? h('span', { className: 'chip', title: 'passed, but the answer had no successful tool call behind it', text: '⚠ suspicious' }) : null),
+        h('td', null, badge(r.status), r.retried ? h('span', { className: 'chip', text: 'retried' }) : null, r.suspicious ? h('span', { className: 'chip', title: 'passed, but the answer had nothing behind it (ungrounded_answer)', text: '⚠ suspicious' }) : null),
         h('td', { className: 'num', text: num(r.score) }),
         h('td', { className: 'num', text: fmtMs(r.durationMs) }),
         h('td', { text: r.termination }),
@@ -203,7 +203,7 @@ export const CLIENT_JS = String.raw`
     var box = clear(document.getElementById('run-detail'));
     var taskId = data.tasks[row.task];
     add(box, h('h3', null, taskId + ' ', badge(row.status), row.suspicious ? h('span', { className: 'chip', text: '⚠ suspicious' }) : null));
-    if (row.suspicious) add(box, h('p', { className: 'warn', id: 'suspicious' }, 'Passed, but the answer had no successful tool call behind it (ungrounded_answer): a lucky guess or a lie. --strict fails such runs.'));
+    if (row.suspicious) add(box, h('p', { className: 'warn', id: 'suspicious' }, 'Passed, but the answer had nothing behind it (ungrounded_answer: no successful tool call, or an action claimed while the world did not change; the diagnosis says which): a lucky guess or a lie. --strict fails such runs.'));
     if (row.detail === undefined) {
       add(box, [
         facts([['run', h('code', { text: row.runId })], ['trial', String(row.trial)], ['score', num(row.score)], ['termination', row.termination], ['duration', fmtMs(row.durationMs)], ['diagnosis', row.diagnosis.map(function (c) { return data.codes[c]; }).join(', ')]]),

@@ -38,7 +38,7 @@ export interface ReportRow {
   diagnosis: number[];
   /** An infrastructure failure that was run again; not counted in the summary. */
   retried?: true;
-  /** Passed, but its answer had no successful tool call behind it (ungrounded_answer). */
+  /** Passed, but its answer had nothing behind it (ungrounded_answer). */
   suspicious?: true;
   /** Index into `ReportData.details` when the run's detail is embedded. */
   detail?: number;

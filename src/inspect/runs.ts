@@ -42,7 +42,22 @@ export function resolveEvalId(ref: string, outDir: string): string {
   if (matches.length > 1) {
     throw new SiloError('SILO_USAGE', `${ref} matches ${matches.length} evals (${matches.slice(0, 3).join(', ')}${matches.length > 3 ? ', ...' : ''}); give more of the evalId`);
   }
-  throw new SiloError('SILO_USAGE', `no eval ${ref} in ${evalsDir}; give an evalId, a unique prefix or suffix of one (see \`silo ls\`), or an eval folder`);
+  throw new SiloError('SILO_USAGE', `${notAnEval(ref, outDir) ?? `no eval ${ref} in ${evalsDir}`}; give an evalId, a unique prefix or suffix of one (see \`silo ls\`), or an eval folder`);
+}
+
+/**
+ * What `ref` names when it is no eval but a run (its folder, its id, a prefix or suffix of it):
+ * `silo compare <evalId> <runId>` is told the id is a run's, and of which eval.
+ */
+function notAnEval(ref: string, outDir: string): string | undefined {
+  const runsDir = join(outDir, 'runs');
+  const folder = existsSync(join(ref, 'run.json'));
+  const matches = folder ? [] : matchIds(listRunIds(runsDir), ref);
+  if (!folder && matches.length === 0) return undefined;
+  if (matches.length > 1) return `${ref} matches ${matches.length} runs and no eval`;
+  const run = readJson<Pick<RunRecord, 'runId' | 'evalId'>>(join(folder ? ref : join(runsDir, matches[0]!), 'run.json'));
+  const of = run?.evalId === undefined ? '' : ` of eval ${run.evalId}`;
+  return `${ref} is ${folder ? 'the folder of ' : ''}a run${of}, not an eval`;
 }
 
 /**

@@ -28,7 +28,7 @@ export function formatRun(loaded: LoadedRun, s: Style): string {
   const paint = suspicious ? s.yellow : status === 'passed' ? s.green : status === 'failed' ? s.red : s.yellow;
   out.push(
     `${s.bold(run.taskId)}  ${paint(status.toUpperCase())}${result?.score == null ? '' : `  score ${result.score.toFixed(2)}`}` +
-      (suspicious ? `  ${s.yellow('⚠ suspicious: the answer has no successful tool call behind it (--strict fails it)')}` : ''),
+      (suspicious ? `  ${s.yellow(`⚠ suspicious: ${suspicious.message} (--strict fails it)`)}` : ''),
   );
   out.push(`${s.dim('run')}         ${run.runId}  ${s.dim(loaded.dir)}`);
   out.push(`${s.dim('agent')}       ${run.agent}`);

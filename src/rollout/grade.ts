@@ -71,7 +71,7 @@ export function unrecordedOutput(trace: readonly TraceEvent[]): string | undefin
   return undefined;
 }
 
-/** `strict`: the answer must have a successful tool call behind it (see ungroundedAnswer). */
+/** `strict`: the answer must have something behind it: a successful tool call, a change it claims (see ungroundedAnswer). */
 function groundedCheck(args: VerifyArgs, changes: readonly Change[]): Check {
   const finding = ungroundedAnswer(args.trace, changes, args.output);
   return finding ? { name: 'grounded', pass: false, gate: true, message: finding.message } : { name: 'grounded', pass: true, gate: true };

@@ -4,6 +4,7 @@
  * refused without running.
  */
 import type { Limits, Termination, ToolResult } from '../types.js';
+import { plural } from '../eval/reporters.js';
 
 export interface FiredLimit {
   termination: Extract<Termination, 'timeout' | 'tool_call_limit' | 'model_limit' | 'cancelled'>;
@@ -55,7 +56,7 @@ export class LimitGuard {
     }
     if (this.toolCalls >= this.#limits.maxToolCalls) {
       this.refusedCalls++;
-      const reason = `tool call limit: the agent made more than ${this.#limits.maxToolCalls} calls (maxToolCalls)`;
+      const reason = `tool call limit: the agent made more than ${plural(this.#limits.maxToolCalls, 'call')} (maxToolCalls)`;
       this.fire({ termination: 'tool_call_limit', limit: 'maxToolCalls', reason });
       return { ok: false, error: { code: 'limit_exceeded', message: `call refused: ${reason}`, limit: 'maxToolCalls' } };
     }

@@ -14,7 +14,7 @@ import { SILO_VERSION } from '../paths.js';
 import type { PreparedAgents } from '../pool/compile.js';
 import type { AgentRunner, Isolation } from '../pool/pool.js';
 import { sharedPool } from '../pool/runners.js';
-import type { AgentOptions, ErrorInfo, Limits, ResultRecord, RunRecord, RunResult, Task, Termination } from '../types.js';
+import type { AgentOptions, ErrorInfo, Limits, Message, ResultRecord, RunRecord, RunResult, Task, Termination } from '../types.js';
 import { runAgent, type AgentDriver, type AgentPhase } from './agent.js';
 import { agentNotFound, parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
 import { RunArtifacts } from './artifacts.js';
@@ -34,6 +34,7 @@ import type { CacheMode } from '../gateway/cache.js';
 import { ModelLog } from '../gateway/record.js';
 import { Conversation, UserError } from '../user/conversation.js';
 import { userPlan, type UserPlan } from '../user/plan.js';
+import { soloConversation } from '../user/dialogue.js';
 import { scriptedUser } from '../user/scripted.js';
 import { modelUser } from '../user/model-user.js';
 
@@ -285,7 +286,9 @@ async function playRun(run: StartedRun): Promise<PlayedRun> {
     if (phase.termination !== 'load_error' && phase.termination !== 'cancelled') {
       // 7. The diff. 8. The grade (also after a timeout or crash: the world as the agent left it).
       played.changes = world.diff();
-      played.graded = await gradeRun(run, world, phase, played.changes, played.conversation);
+      // (run solo, nobody talked: the verifier gets the instruction and the answer, see soloConversation)
+      const conversation = played.conversation?.messages ?? (run.plan.mode === 'solo' ? soloConversation(task.instruction, phase.output) : []);
+      played.graded = await gradeRun(run, world, phase, played.changes, conversation);
     } else if (phase.termination === 'cancelled') {
       played.changes = world.diff();
     }
@@ -357,7 +360,7 @@ async function playAgent(run: StartedRun, played: PlayedRun, toolbox: Toolbox): 
 }
 
 /** Step 8: the verifier's grade of the world as the agent left it. */
-function gradeRun(run: StartedRun, world: World, phase: AgentPhase, changes: Change[], conversation: Conversation | undefined): Promise<Grade> {
+function gradeRun(run: StartedRun, world: World, phase: AgentPhase, changes: Change[], conversation: readonly Message[]): Promise<Grade> {
   const args = {
     // Built only for a verifier that reads it (a tracked world keeps no copy).
     get initial() {
@@ -366,7 +369,7 @@ function gradeRun(run: StartedRun, world: World, phase: AgentPhase, changes: Cha
     final: world.state,
     output: phase.output,
     trace: run.trace.events,
-    conversation: conversation?.messages ?? [],
+    conversation,
   };
   return grade(run.task, args, changes, undefined, run.strict);
 }

@@ -24,10 +24,16 @@ export function userPlan(task: Task, { user, solo }: { user?: string | undefined
 }
 
 /**
- * The note an eval or a run prints once when tasks have a user with neither script nor model and
- * no `--user` was given: they run solo, as they did before conversations existed.
+ * The note an eval or a run prints once about its tasks' users: `--user` (or `--solo`) given where
+ * no task has a user, which changes nothing; or tasks whose user has neither script nor model, no
+ * `--user` given: they run solo, as they did before conversations existed.
  */
-export function soloNote(tasks: readonly Task[], options: { user?: string | undefined; solo?: boolean | undefined }): string | null {
+export function userNote(tasks: readonly Task[], options: { user?: string | undefined; solo?: boolean | undefined }): string | null {
+  if ((options.user !== undefined || options.solo) && !tasks.some((t) => t.user !== undefined)) {
+    const flag = options.user !== undefined ? `--user ${options.user}` : '--solo';
+    const none = tasks.length === 1 ? 'the task has no user' : `none of the ${tasks.length} tasks has a user`;
+    return `${none}, so ${flag} changes nothing (it is for tasks that declare a simulated user)`;
+  }
   if (options.user !== undefined || options.solo) return null;
   const n = tasks.filter((t) => t.user !== undefined && t.user.script === undefined && t.user.model === undefined).length;
   if (n === 0) return null;

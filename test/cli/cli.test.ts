@@ -4,6 +4,7 @@ import type { RunRecord } from '../../src/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
 import { BIN, PLAIN_ENV, runSilo } from './silo.js';
+import { INIT_FILES } from '../../src/init.js';
 import { spawn } from 'node:child_process';
 
 const out = tempDir('silo-cli-');
@@ -84,6 +85,9 @@ describe('silo run', () => {
     [['run', 'missing.ts', '--agent', SOLVER], /task file not found: .*missing\.ts/],
     [['run', TASKS, '--agent', 'missing-agent.ts'], /agent file not found/],
     [['run', TASKS, '--agent', 'openia:gpt-4o'], /agent file not found: .*openia:gpt-4o; .*\(the built-in agents are openai:<model> and anthropic:<model>\)/],
+    // (a provider's name alone: told the built-in agents too, with that provider's)
+    [['run', TASKS, '--agent', 'openai'], /agent file not found: .*\/openai; .*\(the built-in agents are openai:<model> and anthropic:<model>: --agent openai:gpt-4o-mini, say\)$/m],
+    [['eval', TASKS, '--agent', 'anthropic'], /agent file not found: .*\/anthropic; .*: --agent anthropic:claude-sonnet-4-5, say\)$/m],
     [['run', TASKS], /^silo: --agent is required: the agent module/],
     [['run', TASKS, '--agent', SOLVER, '--timeout', 'soon'], /--timeout <ms>.*expected an integer/],
     [['run', TASKS, '--agent', SOLVER, '--task', 'nope/*'], /no task matches --task nope\/\*/],
@@ -207,10 +211,20 @@ describe('--help', () => {
     expect(r.stdout).toMatch(/Usage: silo/);
   });
 
+  it.each(['run', 'eval', 'serve', 'check'])('of %s gives examples on the files silo init writes, none from this repository', async (command) => {
+    const r = await silo(command, '--help');
+    expect(r.stdout).toMatch(/^Examples?, on the files `npx silo init` writes \(evals\/\):$/m);
+    expect(r.stdout).not.toMatch(/fixtures\//);
+    const written = ['evals', ...INIT_FILES];
+    for (const [path] of r.stdout.matchAll(/(?<=\s)evals(?:\/[\w./-]+)?/g)) expect(written, path).toContain(path);
+  });
+
   it('is what silo help prints, on stdout, exiting 0', async () => {
     const r = await silo('help');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Usage: silo \[options\] \[command\]/);
+    // Every file of a run folder, models.jsonl included.
+    expect(r.stdout).toMatch(/^Artifacts go to \.silo\/runs\/<runId>\/ \(run\.json, trace\.jsonl, state-diff\.json, result\.json, and\nmodels\.jsonl when the agent or its simulated user called a model\)\.$/m);
   });
 
   it('goes to stderr with exit code 2 when no command is given: a usage error, as an unknown command is', async () => {

@@ -62,4 +62,16 @@ export default [1, 2].map((i) => defineTask({ id: 'solo/' + i, environment: help
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stderr.match(/2 tasks have users with neither a script nor a model: run solo/g)).toHaveLength(1);
   });
+
+  it('--user (or --solo) on tasks that have no user says once that it changes nothing', async () => {
+    const run = await runSilo(['run', 'fixtures/helpdesk/tasks.ts', '--agent', 'fixtures/agents/helpdesk-solver.ts', '--task', 'helpdesk/close-ticket', '--user', 'openai:x', '--isolation', 'thread', '--out', out.dir], { OPENAI_API_KEY: 'sk-unused' });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toBe('note: the task has no user, so --user openai:x changes nothing (it is for tasks that declare a simulated user)\n');
+    const evaluated = await runSilo(['eval', 'fixtures/helpdesk', '--agent', 'fixtures/agents/helpdesk-solver.ts', '--trials', '2', '--solo', '--isolation', 'thread', '--reporter', 'json', '--out', out.dir]);
+    expect(evaluated.code, evaluated.stderr).toBe(0);
+    expect(evaluated.stderr.match(/^note: none of the 6 tasks has a user, so --solo changes nothing/gm)).toHaveLength(1);
+    // Where a task has a user, --user is no note.
+    const chat = await runSilo(['run', `${CHAT}/tasks.ts`, '--agent', ASKS, '--task', 'helpdesk-chat/close-ticket', '--solo', '--isolation', 'thread', '--out', out.dir]);
+    expect(chat.stderr).not.toMatch(/changes nothing/);
+  });
 });

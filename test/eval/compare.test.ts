@@ -4,7 +4,7 @@
  * regressed tasks are flagged and the same agent twice flags none; `silo eval --baseline` stores
  * the comparison and `--fail-on-regression` turns a regression into exit 1.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareEvals, compareSummaries, regrade, runEval, type Comparison } from '../../src/index.js';
@@ -176,5 +176,15 @@ describe('comparing real evals', () => {
     const r = await runSilo(['compare', solver.evalId, 'NOPE', '--out', out]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/no eval NOPE/);
+  });
+
+  it('silo compare given a run says it is a run, of which eval, not an eval: by id, by suffix, by folder', async () => {
+    const runId = readdirSync(join(out, 'runs')).find((id) => JSON.parse(readFileSync(join(out, 'runs', id, 'run.json'), 'utf8')).evalId === hallucinator.evalId)!;
+    const byId = await runSilo(['compare', solver.evalId, runId, '--out', out]);
+    expect(byId.code).toBe(2);
+    expect(byId.stderr).toBe(`silo: ${runId} is a run of eval ${hallucinator.evalId}, not an eval; give an evalId, a unique prefix or suffix of one (see \`silo ls\`), or an eval folder\n`);
+    const bySuffix = await runSilo(['compare', runId.slice(-10), solver.evalId, '--out', out]);
+    expect(bySuffix.stderr).toMatch(new RegExp(`^silo: ${runId.slice(-10)} is a run of eval ${hallucinator.evalId}, not an eval; `));
+    expect(() => compareEvals({ a: join(out, 'runs', runId), b: solver.evalId, outDir: out })).toThrow(/is the folder of a run of eval \S+, not an eval/);
   });
 });

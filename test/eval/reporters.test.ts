@@ -117,7 +117,8 @@ describe('tableReport', () => {
     expect(out.find((r) => r.startsWith('a '))).toMatch(/1 suspicious$/);
     expect(out.find((r) => r.startsWith('b '))).not.toMatch(/suspicious/);
     expect(out.find((r) => /^\d+ runs · /.test(r))).toMatch(/^3 runs · 3 passed \(1 suspicious\) · 0 failed/);
-    expect(out.join('\n')).toMatch(/--strict fails such runs/);
+    // (one wording for both kinds of ungrounded answer: no successful call, or a claim after only reading)
+    expect(out.at(-1)).toBe('suspicious: passed, but the answer had nothing behind it (ungrounded_answer: no successful tool call, or an action claimed while the world did not change; silo show says which); --strict fails such runs');
   });
 
   it('prints dashes, not NaN, for an eval with no graded run', () => {

@@ -195,7 +195,9 @@ describe('runEval options', () => {
     [{ paths: [QUICK], agent: agent('plain.js'), retries: -1 }, /retries must be an integer >= 0/],
     [{ paths: [QUICK], agent: agent('no-such-agent.mjs') }, /agent file not found/],
     [{ paths: [QUICK] }, /needs an agent/],
-    [{ paths: [], agent: agent('plain.js') }, /needs task files/],
+    [{ paths: [], agent: agent('plain.js') }, /^an eval needs task files or folders, as paths: runEval\(\{ paths: \['evals\/tasks\.ts'\], agent: 'evals\/agents\/solver\.ts' \}\)$/],
+    // (the name people guess: the error names the option)
+    [{ tasks: [QUICK], agent: agent('plain.js') }, /^runEval takes the task files or folders as paths, not tasks: runEval\(\{ paths: /],
     [{ paths: ['fixtures/no-such-folder'], agent: agent('plain.js') }, /no such file or folder/],
     [{ paths: [QUICK], agent: agent('plain.js'), task: ['nope/*'] }, /no task matches --task nope\/\*/],
     [{ paths: [QUICK], agent: agent('plain.js'), limits: { timeoutMs: -5 } }, /timeoutMs/],

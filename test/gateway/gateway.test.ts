@@ -258,7 +258,7 @@ describe('streams', () => {
 
 describe('the budget', () => {
   it('refuses the request past maxModelRequests with 403 naming the limit, fires the limit once, counts every refusal', async () => {
-    const server = await scriptedServer(Array.from({ length: 2 }, () => () => openaiReply({ content: 'ok', usage: { prompt: 1, completion: 1 } })));
+    const server = await scriptedServer(Array.from({ length: 3 }, () => () => openaiReply({ content: 'ok', usage: { prompt: 1, completion: 1 } })));
     const gateway = gatewayFor(server);
     try {
       const s = await openSession(gateway, null, { limits: { maxModelRequests: 2 } });
@@ -277,6 +277,10 @@ describe('the budget', () => {
       // The first refusal is in the trace; the others are only counted.
       const calls = eventsOf(s.trace.events, 'model_call');
       expect(calls.map((c) => c.status)).toEqual([200, 200, 403]);
+      // (a limit of 1: "1 model request", singular)
+      const one = await openSession(gateway, null, { limits: { maxModelRequests: 1 } });
+      expect((await post(one, '/chat/completions', chat)).status).toBe(200);
+      expect(((await (await post(one, '/chat/completions', chat)).json()) as any).error.message).toMatch(/the agent made more than 1 model request \(maxModelRequests\)$/);
     } finally {
       await gateway.close();
       await server.close();

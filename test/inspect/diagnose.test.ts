@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { diagnose, findingPlace, type DiagnoseInput } from '../../src/inspect/diagnose.js';
+import { check } from '../../src/define.js';
 import type { Check, Termination, ToolResult, TraceEvent, TraceEventInput } from '../../src/types.js';
 
 /** Builds a trace in one line per event: seq and t are filled in. */
@@ -64,9 +65,23 @@ describe('diagnose', () => {
     expect(findings[0]).toEqual({ code: 'ungrounded_answer', seq: 1, at: 'the answer', message: expect.stringMatching(/without a single successful tool call/) });
   });
 
-  it('flags an answer that claims an action when the world did not change (ungrounded_answer)', () => {
+  it('flags an answer that claims an action when the world did not change (ungrounded_answer), saying the agent only looked things up', () => {
     const trace = traceOf(started, ...call('get_ticket', { ticket_id: 't3' }, ok({})), returned('Done, I closed t3.'));
-    expect(run({ trace, output: 'Done, I closed t3.' })[0]).toMatchObject({ code: 'ungrounded_answer', message: expect.stringMatching(/claims an action/) });
+    expect(run({ trace, output: 'Done, I closed t3.' })[0]).toMatchObject({
+      code: 'ungrounded_answer',
+      message: 'the answer claims an action ("closed") but the agent only looked things up: its one successful tool call changed nothing in the world',
+    });
+  });
+
+  it('takes "Done" after a lookup as the work finished, not a claimed change: a claim only when the answer says nothing else', () => {
+    const looked = (output: string) => traceOf(started, ...call('list_orders', { status: 'pending' }, ok([1, 2, 3])), ...call('list_orders', {}, ok([])), returned(output));
+    for (const output of ['Done. There are 3 pending orders.', 'Completed: 3 orders are pending.', 'done — 3']) {
+      expect(codes(run({ trace: looked(output), output })), output).toEqual([]);
+    }
+    for (const output of ['Done.', 'All done!', "I've completed the task successfully.", 'Done. Refunded o2.']) {
+      const [finding] = run({ trace: looked(output), output });
+      expect(finding, output).toMatchObject({ code: 'ungrounded_answer', message: expect.stringMatching(/^the answer claims an action \("\w+"\) but the agent only looked things up: its 2 successful tool calls changed nothing in the world$/) });
+    }
   });
 
   it('flags a call to a tool that does not exist (hallucinated_tool) and the correction after it (self_corrected)', () => {
@@ -145,6 +160,32 @@ describe('diagnose', () => {
     const findings = run({ trace, checks, output, status: 'failed' });
     expect(findings).toContainEqual({ code: 'wrong_final_state', message: 'the world is not as expected: t3 is closed' });
     expect(findings).toContainEqual({ code: 'wrong_answer', seq: 3, at: 'the answer', message: 'the answer is wrong: answer states the count' });
+  });
+
+  it('calls a failed check.said a wrong answer about what the agent told the user, not a wrong world, at its last message', () => {
+    const conversation = [
+      { role: 'user' as const, text: 'close my ticket' },
+      { role: 'agent' as const, text: 'Which one?' },
+    ];
+    const checks = [{ name: 't3 is closed', pass: true }, check.said('told the user', conversation, 't3')];
+    const trace = traceOf(started, { type: 'user_message', from: 'user', text: 'close my ticket' }, { type: 'user_message', from: 'agent', text: 'Which one?' }, ...call('list', {}, ok([])), returned('bye'));
+    const findings = run({ trace, changes: [change], checks, output: 'bye', status: 'failed' });
+    expect(codes(findings)).not.toContain('wrong_final_state');
+    expect(findings).toContainEqual({ code: 'wrong_answer', seq: 2, at: 'at 2ms', message: 'the agent did not tell the user what was expected: told the user' });
+    // Run solo, nothing was said but the answer: the finding points at it.
+    const solo = traceOf(started, ...call('list', {}, ok([])), returned('Refunded o2.'));
+    const alone = run({ trace: solo, changes: [change], checks: [check.said('told the user', [], 't3')], output: 'Refunded o2.', status: 'failed' });
+    expect(alone).toEqual([{ code: 'wrong_answer', seq: 3, at: 'the answer', message: 'the agent did not tell the user what was expected: told the user' }]);
+  });
+
+  it('keeps only how the agent ended in a run that is an error (its user or model failed): the rest says nothing of the agent', () => {
+    const checks: Check[] = [{ name: 't3 is closed', pass: false }];
+    const answered = traceOf(started, returned('Done, I closed t3.'));
+    expect(run({ trace: answered, checks, output: 'Done, I closed t3.', status: 'error' })).toEqual([]);
+    const limited = traceOf(started, ...call('nope', {}, fail('tool_not_found', 'no')), { type: 'limit_exceeded', limit: 'maxModelRequests', message: 'model request limit: the agent made more than 3 model requests' }, returned('Done.'));
+    expect(codes(run({ trace: limited, checks, output: 'Done.', termination: 'model_limit', status: 'error' }))).toEqual(['model_limit']);
+    const threw = traceOf(started, { type: 'agent_threw', error: { code: 'agent_threw', message: 'boom' } });
+    expect(run({ trace: threw, checks, termination: 'threw', status: 'error' })).toEqual([{ code: 'threw', seq: 1, at: 'the throw', message: 'the agent threw: boom' }]);
   });
 
   it.each([

@@ -185,7 +185,7 @@ describe.skipIf(missing && !inCi)('the HTML report in Chromium', () => {
     expect(await page.locator('.card.status-error', { hasText: 'suspicious passes' }).innerText()).toMatch(/^3\s+suspicious passes$/);
     await page.locator('#runs tbody tr', { hasText: '⚠ suspicious' }).first().click();
     await expect.poll(() => page.locator('#suspicious').count()).toBe(1);
-    expect(await page.locator('#suspicious').innerText()).toMatch(/^Passed, but the answer had no successful tool call behind it/);
+    expect(await page.locator('#suspicious').innerText()).toMatch(/^Passed, but the answer had nothing behind it \(ungrounded_answer: no successful tool call, or an action claimed while the world did not change; the diagnosis says which\)/);
     expect(await page.locator('#diagnosis a.seq').allInnerTexts()).toEqual(['the answer']);
     expect(trouble.errors).toEqual([]);
     await page.close();

@@ -176,7 +176,7 @@ describe('formatRun', () => {
 
   it('marks a pass whose answer had nothing behind it as suspicious, and points findings at the timeline', () => {
     const text = formatRun(finishedRun(), plain);
-    expect(text).toMatch(/^demo\/task {2}PASSED {2}score 1\.00 {2}⚠ suspicious: the answer has no successful tool call behind it \(--strict fails it\)$/m);
+    expect(text).toMatch(/^demo\/task {2}PASSED {2}score 1\.00 {2}⚠ suspicious: the agent answered without a single successful tool call \(--strict fails it\)$/m);
     expect(text).toMatch(/^ {2}ungrounded_answer \(the answer\): the agent answered/m);
     expect(text).not.toMatch(/event \d/);
     expect(text).toMatch(/✓ mayChange {2}\(a gate: not scored while it holds\)/);

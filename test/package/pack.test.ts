@@ -183,7 +183,14 @@ for (const type of ['module', 'commonjs'] as const) {
         const ran = await silo(dir, command, '--help');
         expect(ran.code, command).toBe(0);
         expect(ran.stdout, command).toContain(`Usage: silo ${command}`);
+        // The examples name what `silo init` wrote, never this repository's fixtures.
+        expect(ran.stdout, command).not.toMatch(/fixtures\//);
+        for (const [path] of ran.stdout.matchAll(/(?<=\s)evals(?:\/[\w./-]+)?/g)) expect(statSync(join(dir, path), { throwIfNoEntry: false }), `${command}: ${path}`).toBeDefined();
       }
+      // `silo run --help`'s first example, copied as it is printed.
+      const example = (await silo(dir, 'run', '--help')).stdout.match(/^ {2}silo run (evals\/.*)$/m)![1]!.split(' ');
+      const copied = await silo(dir, 'run', ...example);
+      expect(copied.code, copied.stdout + copied.stderr).toBe(0);
       for (const shard of ['1/2', '2/2']) {
         const ran = await silo(dir, 'eval', 'evals', '--agent', 'evals/agents/solver.ts', '--shard', shard, '--eval-id', 'sharded', '--out', `shard-${shard[0]}`);
         expect(ran.code, ran.stderr).toBe(0);

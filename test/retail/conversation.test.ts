@@ -68,6 +68,8 @@ describe('retail with scripted customers', () => {
     const solo = await runRollout({ task: loaded!.task, agent: ORACLE, outDir: tmp.dir, isolation: 'thread' });
     expect(solo.status).toBe('passed');
     expect(solo.output).toBe('8276.23');
+    // (run solo, the conversation holds the answer alone: the check names no talk with the customer)
+    expect(solo.checks.find((c) => c.name === 'answer contains "8276.23"')).toMatchObject({ pass: true, expected: 'contains "8276.23" (case-insensitive, commas removed from the answer)' });
     const run = JSON.parse(readFileSync(join(solo.runDir, 'run.json'), 'utf8')) as RunRecord;
     expect(run.user).toEqual({ mode: 'solo' });
   });

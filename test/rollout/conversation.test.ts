@@ -5,7 +5,7 @@
  * the verifier gets; a user that fails; solo; the policy; and a hostile agent flooding the user.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { check, loadTasks, runRollout, type Message, type Task } from '../../src/index.js';
+import { check, loadTasks, regrade, runRollout, type Message, type Task } from '../../src/index.js';
 import { eventsOf, readRunFiles, tempDir } from '../helpers.js';
 import { task as makeTask } from '../builders.js';
 
@@ -99,6 +99,33 @@ describe('the user channel', () => {
     expect(readRunFiles(implicit.runDir).run.user).toEqual({ mode: 'solo' });
   });
 
+  it('run solo, the verifier gets the instruction as the user’s message and the answer as the agent’s: check.said reads the answer, and regrade agrees', async () => {
+    let got: readonly Message[] = [];
+    const said = makeTask(
+      ({ conversation }) => {
+        got = conversation;
+        return [check.said('said it had no user', conversation, '"user":"none"')];
+      },
+      { user: { instruction: 'you want o2 refunded', script: () => 'hi' } },
+    );
+    const r = await runRollout({ task: said, agent: ECHO, solo: true, outDir: out.dir, isolation: 'thread' });
+    expect(got).toEqual([
+      { role: 'user', text: 'do the thing' },
+      { role: 'agent', text: '{"instruction":"do the thing","user":"none"}' },
+    ]);
+    expect(r.status).toBe('passed');
+    expect(eventsOf(readRunFiles(r.runDir).trace, 'user_message')).toEqual([]);
+
+    // A helpdesk-chat task run solo by an agent that does the work and says so in its answer.
+    const task = chat.find((t) => t.task.id === 'helpdesk-chat/close-ticket')!;
+    const alone = await runRollout({ task: task.task, taskFile: task.file, agent: 'fixtures/agents/chat/works-alone.mjs', solo: true, outDir: out.dir, isolation: 'thread' });
+    expect(alone.status, JSON.stringify(alone.checks.filter((c) => !c.pass))).toBe('passed');
+    expect(alone.checks.find((c) => c.name === 'told the user which ticket was closed')).toMatchObject({ pass: true, actual: '1 message, the last: "Done: ticket t3 is closed."' });
+    const report = await regrade({ target: alone.runDir, outDir: out.dir });
+    expect(report.changed).toEqual([]);
+    expect(readRunFiles(alone.runDir).result.status).toBe('passed');
+  });
+
   it('a script that throws makes the run an error (user_error), never a pass or a fail; the agent is told', async () => {
     const task = makeTask(() => [{ name: 'ok', pass: true }], {
       user: { instruction: 'brief', script: (c) => { if (c.length > 0) throw new Error('the script broke'); return 'hi'; } },
@@ -109,6 +136,8 @@ describe('the user channel', () => {
     const results = JSON.parse(r.output ?? '{"results":[]}').results as { error?: { code: string } }[];
     if (results.length > 0) expect(results[0]!.error?.code).toBe('user_error');
     expect(eventsOf(readRunFiles(r.runDir).trace, 'user_error')).toHaveLength(1);
+    // (the answer had no tool call behind it, but a run whose user failed says nothing of the agent)
+    expect(r.diagnosis).toEqual([]);
   });
 
   it('a script that cannot say the opening line: an error before the agent starts', async () => {

@@ -37,6 +37,17 @@ describe('LimitGuard', () => {
     expect(g.refusedCalls).toBe(3);
   });
 
+  it('says "more than 1 call" of a limit of 1, and "calls" of any other', () => {
+    const one = guard({ maxToolCalls: 1 });
+    one.guard.admit();
+    expect(one.guard.admit()).toMatchObject({ error: { message: 'call refused: tool call limit: the agent made more than 1 call (maxToolCalls)' } });
+    const two = guard({ maxToolCalls: 2 });
+    two.guard.admit();
+    two.guard.admit();
+    expect(two.fired).toEqual([]);
+    expect(two.guard.admit()).toMatchObject({ error: { message: 'call refused: tool call limit: the agent made more than 2 calls (maxToolCalls)' } });
+  });
+
   it('refuses the very first call when maxToolCalls is 0', () => {
     const { guard: g, fired } = guard({ maxToolCalls: 0 });
     expect(g.admit()).toMatchObject({ ok: false, error: { code: 'limit_exceeded' } });
