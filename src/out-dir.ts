@@ -52,11 +52,10 @@ export function makeFolder(dir: string): void {
       }
       if (code !== 'ENOENT') throw err;
       const parent = dirname(path);
-      // The parent is there (or was just made), and still no folder: a file system that makes none.
-      if (attempt > 0 || parent === path || statSync(parent, { throwIfNoEntry: false }) !== undefined) {
-        throw new FolderRefused('ENOENT', path, 'no folder can be made there');
-      }
-      makeFolder(parent);
+      // The parent is there, and still no folder after a few tries (one more than another process
+      // making the parent meanwhile needs): a file system that makes none.
+      if (attempt >= 2 || parent === path) throw new FolderRefused('ENOENT', path, 'no folder can be made there');
+      if (statSync(parent, { throwIfNoEntry: false }) === undefined) makeFolder(parent);
     }
   }
 }

@@ -256,7 +256,8 @@ async function evalCommand(paths: string[], flags: EvalFlags, concurrency: numbe
 /**
  * What to type next, on stderr (stdout holds the report): after a cancel, the command that
  * continues the eval; after a failure, the first failed run to read and the report; after a pass
- * with suspicious runs, the first of them.
+ * with suspicious runs, the first of them. Runs that the agent's model provider failed
+ * (model_error) are said first, with the resume that runs them again.
  */
 export async function nextSteps(summary: EvalSummary, code: number, flags: { out: string; report?: boolean; queue?: string }): Promise<string> {
   const out = outFlag(flags.out);
@@ -272,8 +273,11 @@ export async function nextSteps(summary: EvalSummary, code: number, flags: { out
   if (code !== 0 && failed) steps.push(`silo show ${failed.runId}${out}   (the first run that ${failed.status === 'error' ? 'ended in error' : 'failed'})`);
   else if (suspicious) steps.push(`silo show ${suspicious.runId}${out}   (the first suspicious pass)`);
   if (steps.length > 0 && !flags.report) steps.push(`silo report ${summary.evalId}${out}   (every run, in the browser)`);
-  // The agent's model failing on the provider's side is the user's to fix before anything else.
+  // The agent's model failing on the provider's side is the user's to fix before anything else;
+  // once fixed, a resume runs those runs again.
   const modelErrors = lines.filter((l) => l.error?.code === 'model_error');
+  const queue = flags.queue === undefined ? '' : ` --queue ${quote(flags.queue)}`;
+  if (modelErrors.length > 0) steps.unshift(`silo eval --resume ${summary.evalId}${out}${queue}   (runs the ${plural(modelErrors.length, 'run')} again, once that is fixed)`);
   const said = modelErrors.length === 0 ? '' : `silo: ${plural(modelErrors.length, 'run')} ended in error (model_error), the first because ${modelErrors[0]!.error!.message}\n`;
   return said + steps.map((step) => `→ ${step}\n`).join('');
 }

@@ -79,16 +79,22 @@ export async function regradeRun(dir: string, findTask: TaskFinder, regradedAt: 
   // A grade replaces a verifier error; what else the run recorded (how its agent crashed) stays,
   // and an output that could not be recorded is said as a run says it.
   const unrecorded = graded.status === 'error' ? undefined : unrecordedOutput(seen);
+  // A fail its agent's model provider made is that error again (model_error); a pass is a pass.
+  const modelError = graded.status === 'failed' && old.error?.code === 'model_error' ? old.error : undefined;
   const error: ErrorInfo | undefined =
     graded.status === 'error'
       ? graded.error
-      : ((old.error?.code === 'verifier_error' ? undefined : old.error) ?? (unrecorded === undefined ? undefined : { code: 'output_not_recorded', message: unrecorded }));
-  const diagnosis = diagnose({ trace, changes, checks: graded.checks, output: old.output, termination: old.termination, status: graded.status, task });
+      : (modelError ??
+        (old.error?.code === 'verifier_error' || old.error?.code === 'model_error' ? undefined : old.error) ??
+        (unrecorded === undefined ? undefined : { code: 'output_not_recorded', message: unrecorded }));
+  const status = modelError ? 'error' : graded.status;
+  const score = modelError ? null : graded.score;
+  const diagnosis = diagnose({ trace, changes, checks: graded.checks, output: old.output, termination: old.termination, status, task });
   const { error: _old, ...kept } = old;
   const result: ResultRecord = {
     ...kept,
-    status: graded.status,
-    score: graded.score,
+    status,
+    score,
     checks: graded.checks,
     diagnosis,
     ...(error ? { error } : {}),
@@ -109,8 +115,8 @@ export async function regradeRun(dir: string, findTask: TaskFinder, regradedAt: 
       runId: run.runId,
       runDir: dir,
       taskId: run.taskId,
-      status: graded.status,
-      score: graded.score,
+      status,
+      score,
       termination: old.termination,
       checks: graded.checks.map((c) => (c.message === undefined ? { name: c.name, pass: c.pass } : { name: c.name, pass: c.pass, message: c.message })),
       output: null,
@@ -123,12 +129,13 @@ export async function regradeRun(dir: string, findTask: TaskFinder, regradedAt: 
 }
 
 /**
- * Whether a run was graded (so it can be graded again): a pass, a fail, or a verifier that
- * failed. Runs that never reached a verifier (the world could not be built, the agent did not
+ * Whether a run was graded (so it can be graded again): a pass, a fail, a verifier that failed,
+ * or a fail that its agent's model provider made an error (model_error: it is one again if it
+ * still fails). Runs that never reached a verifier (the world could not be built, the agent did not
  * load, cancelled, artifacts lost on the way back from a queue worker) stay as they were.
  */
 export function wasGraded(result: Pick<ResultRecord, 'status' | 'error'>): boolean {
-  return result.status === 'passed' || result.status === 'failed' || result.error?.code === 'verifier_error';
+  return result.status === 'passed' || result.status === 'failed' || result.error?.code === 'verifier_error' || result.error?.code === 'model_error';
 }
 
 /** The next free n of `result.<n>.json` in a run folder (1 for the first regrade). */

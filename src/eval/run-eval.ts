@@ -180,9 +180,10 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
   if (previous) {
     for (const line of store.readLines()) {
       attempts.set(pairKey(line.taskId, line.trial), (attempts.get(pairKey(line.taskId, line.trial)) ?? 0) + 1);
-      // A run lost to infrastructure (after its retries) is not finished: its pair runs again,
-      // and the lost run counts as a retry. Cancelled runs are not counted at all.
-      const lost = !line.retried && isInfrastructureFailure(line);
+      // A run lost to infrastructure (after its retries), or to the agent's model provider (a key
+      // fixed since, say), is not finished: its pair runs again, and the lost run counts as a
+      // retry. Cancelled runs are not counted at all.
+      const lost = !line.retried && (isInfrastructureFailure(line) || line.error?.code === 'model_error');
       tally.add(lost ? { ...line, retried: true } : line);
       if (!line.retried && !lost && line.termination !== 'cancelled') finished.add(pairKey(line.taskId, line.trial));
     }

@@ -84,7 +84,7 @@ export class ModelCache {
     if (!CACHE_MODES.includes(mode)) throw new SiloError('SILO_USAGE', `model cache mode must be ${CACHE_MODES.join(', ')} (got ${JSON.stringify(mode)})`);
     // Read only: a folder that is not there holds nothing to replay (a typo, most likely), and
     // every request would go to the model unnoticed.
-    if (mode === 'read' && !statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+    if (mode === 'read' && !isFolder(dir)) {
       throw new SiloError('SILO_USAGE', `the model cache ${dir} is not a folder: mode read replays a cache written before (fill one with --model-cache-mode readwrite or write)`);
     }
     this.dir = dir;
@@ -141,6 +141,15 @@ export class ModelCache {
       await unlink(tmp).catch(() => {});
       return false;
     }
+  }
+}
+
+/** Whether `path` is a folder (false for anything in the way: not there, a file, no permission to look). */
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
   }
 }
 

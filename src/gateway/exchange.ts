@@ -11,7 +11,8 @@ import { describeError } from '../errors.js';
 import { round } from '../rollout/trace.js';
 import { cacheKeyHash, requestIdentity, type Actor, type CacheKey, type ModelCache } from './cache.js';
 import { BodyCapture, type ModelCall, type ModelLog } from './record.js';
-import { PROVIDER_SPECS, type Provider, type Routed } from './providers.js';
+import { PROVIDER_SPECS, type Routed } from './providers.js';
+import { failedAnswer, streamErrorOf } from './failures.js';
 import { SseReader, type SseEvent } from './sse.js';
 import { UpstreamError, type Upstream } from './upstream.js';
 import { asksForStreamUsage, StreamUsage, usageOfBody, withoutAddedUsage } from './usage.js';
@@ -198,8 +199,13 @@ export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink:
     if (cacheable) whole.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
     return sink.write(chunk);
   };
+  /** An error event the provider put in the stream (overloaded, say), if any: the stream is no answer to keep. */
+  let streamError: string | undefined;
   const take = (events: SseEvent[], data: Buffer | null): Promise<void> | void => {
-    for (const event of events) streamUsage.take(event);
+    for (const event of events) {
+      streamUsage.take(event);
+      streamError ??= streamErrorOf(event);
+    }
     if (addUsage) return relay(events.map(withoutAddedUsage).join(''));
     if (data) return relay(data);
   };
@@ -213,47 +219,18 @@ export async function exchange(ctx: ExchangeContext, req: ExchangeRequest, sink:
     await take(reader.end(), null);
     sink.end();
   }
+  if (streamError !== undefined) {
+    call.error ??= `the stream carried an error: ${streamError}`;
+    call.upstreamFailure ??= `the ${routed.provider} upstream's stream carried an error (${streamError}): the provider kept failing: try again later`;
+  }
   if (streamUsage.usage) call.usage = streamUsage.usage;
-  if (!ended.error && cacheable) {
+  if (!ended.error && streamError === undefined && cacheable) {
     await ctx.cache!.put(cacheHash, cacheKey!, { status: response.status, contentType: contentType || null, body: Buffer.concat(whole).toString('utf8'), usage: streamUsage.usage });
   }
   return finish(false);
 }
 
 const complete2xx = (status: number): boolean => status >= 200 && status < 300;
-
-/**
- * Why an answer of the provider's is a failure on its side (ModelCall.upstreamFailure), or
- * undefined: a refusal of the host's key (401, 403), or a 408, 409, 429 or 5xx, which the upstream
- * tried again until its tries were spent. A 400, 404 or 422 answers what the caller sent.
- */
-function failedAnswer(provider: Provider, status: number, body: Buffer | null): string | undefined {
-  const advice =
-    status === 401 || status === 403
-      ? `check ${PROVIDER_SPECS[provider].env.apiKey} on this machine`
-      : status === 429
-        ? 'the provider kept refusing for its rate limit: lower --model-concurrency, or try later'
-        : status === 408 || status === 409 || status >= 500
-          ? 'the provider kept failing: try again later'
-          : undefined;
-  if (advice === undefined) return undefined;
-  const said = body === null ? undefined : providerMessage(body);
-  return `the ${provider} upstream answered ${status}${said === undefined ? '' : ` (${said})`}: ${advice}`;
-}
-
-/** The message of a provider's JSON error (`error.message`, or `message`), one line, clipped. */
-function providerMessage(body: Buffer): string | undefined {
-  if (body.length > 64 * 1024) return undefined;
-  try {
-    const json = JSON.parse(body.toString('utf8')) as { error?: { message?: unknown } | string; message?: unknown };
-    const message = typeof json.error === 'string' ? json.error : (json.error?.message ?? json.message);
-    if (typeof message !== 'string' || message.trim() === '') return undefined;
-    const line = message.replace(/\s+/g, ' ').trim();
-    return line.length > 200 ? `${line.slice(0, 199)}…` : line;
-  } catch {
-    return undefined;
-  }
-}
 
 /** Why a response did not come to its end, in words. */
 function brokeOff(signal: AbortSignal, err: unknown): string {
@@ -334,9 +311,10 @@ function pump(
       // The last chunk's write may still be waiting on the caller: the end comes after it.
       void Promise.resolve(waiting).then(() => (done ? undefined : (done = true, resolve({}))));
     });
-    body.once('error', (err) => settle(brokeOff(signal, err), true));
+    // (Not the provider's doing when it came while the caller was not reading: it stopped.)
+    body.once('error', (err) => settle(brokeOff(signal, err), waiting === null));
     body.once('close', () => {
-      if (!body.readableEnded) settle(brokeOff(signal, null), true);
+      if (!body.readableEnded) settle(brokeOff(signal, null), waiting === null);
     });
   });
 }

@@ -110,7 +110,11 @@ export class ModelLog {
   #nextId = 1;
   #bodyBytes = 0;
   readonly #usage = new Map<Actor, ModelUsage>();
-  /** Each actor's first call that failed on the provider's side (ModelCall.upstreamFailure). */
+  /**
+   * Each actor's failures on the provider's side (ModelCall.upstreamFailure) since its last request
+   * that did not fail so: the first of them. A request answered later clears it (the actor got
+   * past it); one aborted (the rollout ending) leaves it as it is.
+   */
   readonly #failures = new Map<Actor, string>();
 
   /** What models.jsonl waits for before it is opened: its folder being made (see AppendFile). */
@@ -129,8 +133,9 @@ export class ModelLog {
   }
 
   /**
-   * Why the first of `actor`'s requests that failed on the provider's side failed (no answer, the
-   * host's key refused, 429 or 5xx after the tries), or undefined when none did.
+   * Why `actor`'s requests failed on the provider's side (no answer, the host's key refused, a 408,
+   * 409, 429 or 5xx after the tries, a response that broke off), when its last answered request
+   * did: the first of those since it last got an answer. Undefined when it did not.
    */
   failure(actor: Actor): string | undefined {
     return this.#failures.get(actor);
@@ -154,7 +159,11 @@ export class ModelLog {
       total.requests++;
       if (call.cached) total.cachedRequests++;
       this.#usage.set(call.actor, total);
-      if (call.upstreamFailure !== undefined && !this.#failures.has(call.actor)) this.#failures.set(call.actor, call.upstreamFailure);
+      if (call.upstreamFailure !== undefined) {
+        if (!this.#failures.has(call.actor)) this.#failures.set(call.actor, call.upstreamFailure);
+      } else if (call.status !== null) {
+        this.#failures.delete(call.actor);
+      }
     }
 
     const event = this.#trace.add({

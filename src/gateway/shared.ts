@@ -25,10 +25,18 @@ export async function gatewayFor(
     return null;
   }
   const { Gateway } = await import('./gateway.js');
-  return new Gateway({
+  const gateway = new Gateway({
     ...(options.modelConcurrency === undefined ? {} : { concurrency: options.modelConcurrency }),
     ...(options.modelCache === undefined ? {} : { cache: { dir: resolve(options.modelCache), ...(options.modelCacheMode ? { mode: options.modelCacheMode } : {}) } }),
   });
+  // A provider the shell has no key for is said now, before any progress line is drawn.
+  const used = new Set<Provider>(providers);
+  for (const model of [agent, options.user ?? '']) {
+    const provider = /^(openai|anthropic):/.exec(model)?.[1] as Provider | undefined;
+    if (provider) used.add(provider);
+  }
+  for (const provider of used) gateway.upstream.checkKey(provider);
+  return gateway;
 }
 
 const shared = new Map<string, Promise<Gateway>>();
@@ -43,6 +51,11 @@ export function sharedGateway(cache?: { dir: string; mode?: CacheMode }): Promis
   if (!gateway) {
     gateway = import('./gateway.js').then(({ Gateway }) => new Gateway(cache ? { cache: { dir: resolve(cache.dir), ...(cache.mode ? { mode: cache.mode } : {}) } } : {}));
     shared.set(key, gateway);
+    // One that could not be made (a cache folder not there yet, say) is made again next time.
+    const made = gateway;
+    made.catch(() => {
+      if (shared.get(key) === made) shared.delete(key);
+    });
   }
   return gateway;
 }

@@ -136,12 +136,16 @@ export class Upstream {
    * Sends `req`, trying again after a transient failure; resolves with the last answer (a failed
    * one too, once the tries are spent). Rejects with UpstreamError when no answer came.
    */
+  /** Says once (UpstreamOptions.warn) that the host has no key for `provider`, if it has none. */
+  checkKey(provider: Provider): void {
+    if (this.#configs[provider].apiKey || this.#toldKey.has(provider)) return;
+    this.#toldKey.add(provider);
+    const { env } = PROVIDER_SPECS[provider];
+    this.#warn(`${env.apiKey} is not set here, so ${provider} requests go to ${this.#configs[provider].baseUrl} without a key (a local server may need none; otherwise set ${env.apiKey} in this shell)`);
+  }
+
   async send(req: UpstreamRequest): Promise<UpstreamResponse> {
-    if (!this.#configs[req.provider].apiKey && !this.#toldKey.has(req.provider)) {
-      this.#toldKey.add(req.provider);
-      const { env } = PROVIDER_SPECS[req.provider];
-      this.#warn(`${env.apiKey} is not set here, so ${req.provider} requests go to ${this.#configs[req.provider].baseUrl} without a key (a local server may need none; otherwise set ${env.apiKey} in this shell)`);
-    }
+    this.checkKey(req.provider);
     let queuedMs = 0;
     for (let attempt = 0; ; attempt++) {
       const waitStart = performance.now();

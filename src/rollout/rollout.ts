@@ -460,8 +460,8 @@ async function finishRun(run: StartedRun, played: PlayedRun): Promise<RunResult>
 }
 
 /**
- * The run's status, score and error from what its steps left. `modelFailure`: why the first of the
- * agent's model requests that failed on the provider's side failed (ModelLog.failure).
+ * The run's status, score and error from what its steps left. `modelFailure`: why the agent's
+ * model requests failed on the provider's side, when they did until its last one (ModelLog.failure).
  */
 function outcomeOf({ phase, graded, conversation, error: failed }: PlayedRun, modelFailure: string | undefined): Outcome {
   let error = failed;
@@ -473,18 +473,17 @@ function outcomeOf({ phase, graded, conversation, error: failed }: PlayedRun, mo
     error = { code: 'agent_load_error', message: phase.error?.message ?? 'the agent module did not load' };
   }
   if (!error && phase?.termination === 'cancelled') error = { code: 'cancelled', message: 'the rollout was cancelled' };
-  // The agent's model failed it (the provider refused the host's key, could not be reached, kept
-  // failing): a run that did not pass says nothing of the agent, as a failed user's does not. (One
-  // that passed all the same did pass.)
-  if (!error && modelFailure !== undefined && graded?.status !== 'passed') error = { code: 'model_error', message: `the agent's model could not answer: ${modelFailure}` };
   if (!error && graded?.status === 'error') error = graded.error;
-  const status = error ? 'error' : (graded?.status ?? 'error');
-  const score = error ? null : (graded?.score ?? null);
   // A graded run whose agent crashed or ran out of memory keeps its grade and says why it ended
   // (an eval tells a worker that crashed on its own from one the agent ended: agent_exit).
-  if (!error && (termination === 'crashed' || termination === 'out_of_memory') && phase?.error) {
-    error = { code: phase.error.code, message: phase.error.message };
-  }
+  const crashed = !error && (termination === 'crashed' || termination === 'out_of_memory') && phase?.error ? { code: phase.error.code, message: phase.error.message } : undefined;
+  // The agent's model failed it (the provider refused the host's key, could not be reached, kept
+  // failing, until the agent's last request): a failed run says nothing of the agent then, as a
+  // failed user's does not. (One that passed all the same did pass.)
+  if (!error && !crashed && modelFailure !== undefined && graded?.status === 'failed') error = { code: 'model_error', message: `the agent's model could not answer: ${modelFailure}` };
+  const status = error ? 'error' : (graded?.status ?? 'error');
+  const score = error ? null : (graded?.score ?? null);
+  error ??= crashed;
   // So does one whose output could not be recorded: failed (a gate of the grade), and why.
   if (!error && graded && phase?.outputError !== undefined) error = { code: 'output_not_recorded', message: phase.outputError };
   return { status, score, termination, ...(error ? { error } : {}), checks: graded?.checks ?? [], output: phase?.output ?? null };

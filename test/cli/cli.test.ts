@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { RunRecord } from '../../src/types.js';
@@ -5,7 +6,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
 import { BIN, PLAIN_ENV, runSilo } from './silo.js';
 import { INIT_FILES } from '../../src/init.js';
-import { spawn } from 'node:child_process';
 
 const out = tempDir('silo-cli-');
 afterAll(() => out.remove());

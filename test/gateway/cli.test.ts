@@ -77,6 +77,7 @@ describe('silo run --provider openai', () => {
   it("says which runs the agent's model failed, and why, without counting them against the agent", async () => {
     const refused = (): Reply => ({ status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } } });
     const server = await scriptedServer(Array.from({ length: 2 }, () => refused));
+    let evalId = '';
     try {
       const r = await runSilo(
         ['eval', 'fixtures/helpdesk/tasks.ts', '--agent', AGENT, '--provider', 'openai', '--task', 'helpdesk/close-ticket', '--trials', '2', '--out', out.dir],
@@ -87,10 +88,24 @@ describe('silo run --provider openai', () => {
       expect(r.stderr).toContain(
         "silo: 2 runs ended in error (model_error), the first because the agent's model could not answer: the openai upstream answered 401 (Incorrect API key provided): check OPENAI_API_KEY on this machine\n",
       );
+      evalId = /eval ([0-9A-Z]{26})/.exec(r.stdout)![1]!;
+      expect(r.stderr).toContain(`→ silo eval --resume ${evalId} --out ${out.dir}   (runs the 2 runs again, once that is fixed)\n`);
+      // Graded again, they still fail: still the provider's doing.
+      const regraded = await runSilo(['regrade', evalId, '--out', out.dir, '--json']);
+      expect(JSON.parse(regraded.stdout)).toMatchObject({ runs: 2, changed: [], refused: [] });
     } finally {
       await server.close();
     }
-  }, 60_000);
+    // The key fixed, a resume runs them again.
+    const good = await scriptedServer(Array.from({ length: 4 }, () => closer));
+    try {
+      const resumed = await runSilo(['eval', '--resume', evalId, '--out', out.dir, '--reporter', 'json'], { OPENAI_BASE_URL: `${good.origin}/v1`, OPENAI_API_KEY: 'sk-right' });
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({ status: 'completed', totals: { passed: 2, failed: 0, errors: 0 } });
+    } finally {
+      await good.close();
+    }
+  }, 90_000);
 
   it('says once when the shell has no key for a granted provider', async () => {
     const server = await scriptedServer(Array.from({ length: 2 }, () => closer));

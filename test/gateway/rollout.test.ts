@@ -211,6 +211,19 @@ describe("the provider's failures", () => {
     }
   });
 
+  it('leave a verifier that throws its verifier_error (so regrade can grade the run again)', async () => {
+    const server = await scriptedServer([() => ({ status: 401, body: { error: { message: 'Incorrect API key provided' } } })]);
+    const gateway = gatewayFor(server);
+    try {
+      const world = testWorld({ verify: () => { throw new Error('the verifier broke'); } });
+      const r = await runRollout({ task: world.task, agent: `${LLM}/openai-chat.mjs`, providers: ['openai'], gateway, outDir: out.dir });
+      expect([r.status, r.error?.code]).toEqual(['error', 'verifier_error']);
+    } finally {
+      await gateway.close();
+      await server.close();
+    }
+  });
+
   it('leave a run passed when the gateway tried the failure away', async () => {
     // The gateway tries a 503 again: the agent never sees it, and the run passes.
     const server = await scriptedServer([

@@ -5,7 +5,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { errorReply, openaiReply, scriptedServer } from '../agents/model-server.js';
+import { errorReply, openaiReply, scriptedServer, sse, type StreamReply } from '../agents/model-server.js';
+import { mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { eventsOf } from '../helpers.js';
 import { Limiter } from '../../src/gateway/limiter.js';
 import { retryAfterMs } from '../../src/gateway/upstream.js';
@@ -147,6 +150,55 @@ describe('retries', () => {
     } finally {
       await Promise.all([gateway.close(), other.close()]);
       await Promise.all([server.close(), broken.close()]);
+    }
+  });
+
+  it('forgets a failure once a later request is answered, counts an error event in a stream (not cached), and not a 429 for a request too large', async () => {
+    const ok = () => openaiReply({ content: 'ok', usage: { prompt: 1, completion: 1 } });
+    const overloaded = (): StreamReply => ({
+      chunks: [sse({ type: 'message_start', message: { id: 'm', type: 'message', role: 'assistant', content: [], usage: { input_tokens: 3, output_tokens: 1 } } }, 'message_start'), sse({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, 'error')],
+    });
+    const server = await scriptedServer([
+      () => errorReply(503),
+      ok,
+      overloaded,
+      overloaded,
+      () => ({ status: 429, body: { error: { message: 'Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Requested 90000.', type: 'tokens' } } }),
+      () => ({ status: 429, body: { error: { message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota' } } }),
+    ]);
+    const dir = join(tmpdir(), `silo-gw-fail-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    const gateway = gatewayFor(server, { retries: 0, cache: { dir, mode: 'readwrite' } });
+    try {
+      const s = await openSession(gateway, null);
+      // Each request is recorded once it has ended (after its answer is stored in the cache).
+      let sent = 0;
+      const send = async (path: string, body: unknown): Promise<void> => {
+        await (await post(s, path, body)).text();
+        sent++;
+        while (eventsOf(s.trace.events, 'model_call').length < sent) await new Promise((resolve) => setTimeout(resolve, 5));
+      };
+      await send('/chat/completions', chat);
+      expect(s.log.failure('agent')).toMatch(/^the openai upstream answered 503/);
+      await send('/chat/completions', { ...chat, n: 2 });
+      expect(s.log.failure('agent')).toBeUndefined();
+      const stream = { model: 'claude-test', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] };
+      await send('/anthropic/v1/messages', stream);
+      expect(s.log.failure('agent')).toBe("the anthropic upstream's stream carried an error (Overloaded): the provider kept failing: try again later");
+      // Not stored: the same request goes upstream again (the second of the server's streams).
+      await send('/anthropic/v1/messages', stream);
+      expect(eventsOf(s.trace.events, 'model_call').filter((c) => c.cached)).toEqual([]);
+      await send('/chat/completions', { ...chat, n: 3 });
+      expect(s.log.failure('agent')).toBeUndefined();
+      await send('/chat/completions', { ...chat, n: 4 });
+      expect(s.log.failure('agent')).toBe(
+        "the openai upstream answered 429 (You exceeded your current quota, please check your plan and billing details.): the provider refused for the account's quota: check its plan and billing",
+      );
+      expect(server.requests).toHaveLength(6);
+    } finally {
+      await gateway.close();
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
