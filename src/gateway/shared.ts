@@ -24,6 +24,10 @@ export async function gatewayFor(
     if (given.length > 0) throw new SiloError('SILO_USAGE', `${given.join(' and ')} apply to model calls through the gateway; grant the agent a provider with --provider openai|anthropic (or use a built-in agent)`);
     return null;
   }
+  // A built-in agent whose SDK is missing is that one line, before anything is said of keys.
+  const { parseBuiltinAgent, requireAgentSdk } = await import('../agents/builtin.js');
+  const builtin = parseBuiltinAgent(agent);
+  if (builtin) requireAgentSdk(builtin);
   const { Gateway } = await import('./gateway.js');
   const gateway = new Gateway({
     ...(options.modelConcurrency === undefined ? {} : { concurrency: options.modelConcurrency }),
