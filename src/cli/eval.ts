@@ -266,7 +266,8 @@ export async function nextSteps(summary: EvalSummary, code: number, flags: { out
     return `silo: cancelled; continue with: silo eval --resume ${summary.evalId}${out}${queue}\n`;
   }
   const { EvalStore } = await import('../eval/store.js');
-  const lines = [...new EvalStore(resolve(flags.out), summary.evalId).readLines()].filter((l) => !l.retried && l.termination !== 'cancelled');
+  const { asCounted } = await import('../eval/counted.js');
+  const lines = asCounted([...new EvalStore(resolve(flags.out), summary.evalId).readLines()]).filter((l) => !l.retried && l.termination !== 'cancelled');
   const failed = lines.find((l) => l.status !== 'passed');
   const suspicious = lines.find((l) => l.status === 'passed' && l.suspicious !== undefined);
   const steps: string[] = [];

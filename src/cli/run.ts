@@ -122,7 +122,7 @@ async function runCommand(taskFile: string, flags: RunFlags): Promise<number> {
 async function runTasks(taskFile: string, flags: RunFlags, agent: string, pool: AgentRunner, prepared: PreparedAgents, worker: WarmWorkers): Promise<number> {
   // What a run needs, imported when it runs (so that `silo --version` and the other commands do
   // not load it), all at once.
-  const [{ runRollout }, { loadTasks }, { selectTasks }, { gatewayFor }, { suspicion }, { formatLine }, { userNote }] = await Promise.all([
+  const [{ runRollout }, { loadTasks }, { selectTasks }, { gatewayFor, checkModelAccess }, { suspicion }, { formatLine }, { userNote }] = await Promise.all([
     import('../rollout/rollout.js'),
     import('../load.js'),
     import('../filter.js'),
@@ -142,6 +142,7 @@ async function runTasks(taskFile: string, flags: RunFlags, agent: string, pool: 
   const note = userNote(tasks.map((t) => t.task), flags);
   if (note) process.stderr.write(`note: ${note}\n`);
   const gateway = await gatewayFor(agent, providers, flags);
+  if (gateway) checkModelAccess(gateway, agent, providers, flags.user);
 
   const s = createStyle(process.stdout);
   const cancel = new AbortController();

@@ -10,7 +10,7 @@ import { newId } from '../ids.js';
 import { SiloError } from '../errors.js';
 import { DEFAULT_OUT_DIR } from '../options.js';
 import type { EvalOptionsRecord, EvalRunLine, EvalSummary } from '../types.js';
-import { isInfrastructureFailure } from './run-eval.js';
+import { asCounted } from './counted.js';
 import { checkEvalId, EvalStore } from './store.js';
 import { Tally } from './tally.js';
 import { outDirAccess } from '../out-dir.js';
@@ -98,20 +98,6 @@ export async function mergeEvals(options: MergeOptions): Promise<EvalSummary> {
     await store.writeSummary(summary);
   });
   return summary;
-}
-
-/**
- * A shard's lines as its own summary counted them. A run lost to infrastructure (after its
- * retries) is an error trial, unless a resume ran its pair again later: then it was a retry
- * (the rule `--resume` applies, see runEval).
- */
-export function asCounted(lines: readonly EvalRunLine[]): EvalRunLine[] {
-  const last = new Map<string, number>();
-  lines.forEach((line, i) => last.set(`${line.trial}\u0000${line.taskId}`, i));
-  return lines.map((line, i) => {
-    const rerun = last.get(`${line.trial}\u0000${line.taskId}`)! > i;
-    return !line.retried && rerun && isInfrastructureFailure(line) ? { ...line, retried: true } : line;
-  });
 }
 
 /** A shard's eval folder: the folder itself, or the one eval under `<dir>/evals/`. */

@@ -16,7 +16,7 @@ import { listEvalIds, listRunIds, matchIds, readJson } from '../inspect/runs.js'
 import type { EvalRunLine, EvalSummary, RunRecord, RunStatus, Task } from '../types.js';
 import { withBaseline } from './compare.js';
 import { discoverTaskFiles } from './discover.js';
-import { asCounted } from './merge.js';
+import { asCounted } from './counted.js';
 import { regradeRun, type RegradeRefusal, type RunRegrade, type TaskFinder } from './regrade-run.js';
 import { plural } from './reporters.js';
 import { toLine } from './run-eval.js';

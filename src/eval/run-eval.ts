@@ -21,6 +21,7 @@ import { agentNotFound, parseBuiltinAgent, requireAgentSdk } from '../agents/bui
 import { withBaseline } from './compare.js';
 import { baselineReader } from './compare-evals.js';
 import { gatewayFor } from '../gateway/shared.js';
+import { isInfrastructureFailure, rerunOnResume } from './counted.js';
 import type { CacheMode } from '../gateway/cache.js';
 import { checkProviders, type Provider } from '../gateway/providers.js';
 import { discoverTaskFiles } from './discover.js';
@@ -183,7 +184,7 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
       // A run lost to infrastructure (after its retries), or to the agent's model provider (a key
       // fixed since, say), is not finished: its pair runs again, and the lost run counts as a
       // retry. Cancelled runs are not counted at all.
-      const lost = !line.retried && (isInfrastructureFailure(line) || line.error?.code === 'model_error');
+      const lost = !line.retried && rerunOnResume(line);
       tally.add(lost ? { ...line, retried: true } : line);
       if (!line.retried && !lost && line.termination !== 'cancelled') finished.add(pairKey(line.taskId, line.trial));
     }
@@ -348,15 +349,6 @@ async function runLocked(options: EvalOptions, outDir: string, evalId: string, s
   await store.writeSummary(final);
   if (failure) throw failure.error;
   return final;
-}
-
-/**
- * A worker that crashed on its own, or a fault of Silo's: not the agent's doing, so worth another
- * try. A worker the agent ended itself (`agent_exit`: process.exit, an uncaught exception) is the
- * agent's result.
- */
-export function isInfrastructureFailure(result: Pick<RunResult, 'termination' | 'error'>): boolean {
-  return (result.termination === 'crashed' && result.error?.code !== 'agent_exit') || result.error?.code === 'internal_error';
 }
 
 /** A run's line in runs.jsonl (also what `regrade` rewrites a regraded run's line with). */

@@ -13,6 +13,7 @@ import type { AgentRunner } from '../pool/pool.js';
 import { runRollout } from '../rollout/rollout.js';
 import type { EvalOptionsRecord, RunResult } from '../types.js';
 import type { Gateway } from '../gateway/gateway.js';
+import { checkModelAccess } from '../gateway/shared.js';
 
 /** One attempt at one (task, trial). */
 export interface RolloutRequest {
@@ -72,6 +73,7 @@ export type RunnerFactory = (context: RunnerContext) => Promise<RolloutRunner>;
 export function localRunner(context: RunnerContext, pool: AgentRunner, slots: number, early?: { prepared: PreparedAgents; rollouts: number }): RolloutRunner {
   const { record, outDir, evalId, signal, env, gateway } = context;
   const rollouts = context.rollouts ?? 0;
+  if (gateway) checkModelAccess(gateway, record.agent, record.providers ?? [], record.user);
   const preparedAgents =
     early && rollouts >= COMPILE_FOR_ROLLOUTS === early.rollouts >= COMPILE_FOR_ROLLOUTS ? early.prepared : new PreparedAgents({ rollouts });
   // The agent's sandbox (a jail's mounts depend on the agent) and its first workers start now,

@@ -112,8 +112,8 @@ export class ModelLog {
   readonly #usage = new Map<Actor, ModelUsage>();
   /**
    * Each actor's failures on the provider's side (ModelCall.upstreamFailure) since its last request
-   * that did not fail so: the first of them. A request answered later clears it (the actor got
-   * past it); one aborted (the rollout ending) leaves it as it is.
+   * that did not fail so: the first of them. A request answered whole later clears it (the actor
+   * got past it); one aborted or cut off on the way leaves it as it is.
    */
   readonly #failures = new Map<Actor, string>();
 
@@ -161,7 +161,8 @@ export class ModelLog {
       this.#usage.set(call.actor, total);
       if (call.upstreamFailure !== undefined) {
         if (!this.#failures.has(call.actor)) this.#failures.set(call.actor, call.upstreamFailure);
-      } else if (call.status !== null) {
+      } else if (call.status !== null && call.error === undefined) {
+        // (answered whole: one aborted or cut off on the way says nothing either way)
         this.#failures.delete(call.actor);
       }
     }

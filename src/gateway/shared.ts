@@ -4,6 +4,7 @@
  * modules are loaded when one is made: most rollouts reach no model through it.
  */
 import { resolve } from 'node:path';
+import { parseBuiltinAgent, requireAgentSdk } from '../agents/builtin.js';
 import { SiloError } from '../errors.js';
 import type { CacheMode } from './cache.js';
 import type { Gateway } from './gateway.js';
@@ -24,23 +25,27 @@ export async function gatewayFor(
     if (given.length > 0) throw new SiloError('SILO_USAGE', `${given.join(' and ')} apply to model calls through the gateway; grant the agent a provider with --provider openai|anthropic (or use a built-in agent)`);
     return null;
   }
-  // A built-in agent whose SDK is missing is that one line, before anything is said of keys.
-  const { parseBuiltinAgent, requireAgentSdk } = await import('../agents/builtin.js');
-  const builtin = parseBuiltinAgent(agent);
-  if (builtin) requireAgentSdk(builtin);
   const { Gateway } = await import('./gateway.js');
-  const gateway = new Gateway({
+  return new Gateway({
     ...(options.modelConcurrency === undefined ? {} : { concurrency: options.modelConcurrency }),
     ...(options.modelCache === undefined ? {} : { cache: { dir: resolve(options.modelCache), ...(options.modelCacheMode ? { mode: options.modelCacheMode } : {}) } }),
   });
-  // A provider the shell has no key for is said now, before any progress line is drawn.
+}
+
+/**
+ * Before a command's rollouts run here (not on a queue's workers, which have SDKs and keys of
+ * their own): a built-in agent whose SDK is missing is its one-line usage error, and a provider the
+ * shell has no key for is said once, now, before any progress line is drawn.
+ */
+export function checkModelAccess(gateway: Gateway, agent: string, providers: readonly Provider[], user: string | undefined): void {
+  const builtin = parseBuiltinAgent(agent);
+  if (builtin) requireAgentSdk(builtin);
   const used = new Set<Provider>(providers);
-  for (const model of [agent, options.user ?? '']) {
+  for (const model of [agent, user ?? '']) {
     const provider = /^(openai|anthropic):/.exec(model)?.[1] as Provider | undefined;
     if (provider) used.add(provider);
   }
   for (const provider of used) gateway.upstream.checkKey(provider);
-  return gateway;
 }
 
 const shared = new Map<string, Promise<Gateway>>();

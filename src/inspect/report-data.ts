@@ -7,6 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { reportBaseline, type ReportBaseline } from '../eval/compare.js';
+import { asCounted } from '../eval/counted.js';
 import { EvalStore } from '../eval/store.js';
 import { SILO_VERSION } from '../paths.js';
 import type { EvalSummary, ResultRecord, RunStatus, Termination } from '../types.js';
@@ -79,7 +80,8 @@ const MAX_MISFITS = 32;
  * Runs whose folder is gone still get a row, without diagnosis or detail.
  */
 export async function collectReportData(store: EvalStore, summary: EvalSummary, runsDir: string, limits: ReportLimits): Promise<ReportData> {
-  const lines = [...store.readLines()];
+  // (a run a resume ran again is a retry, as the summary counted it)
+  const lines = asCounted([...store.readLines()]);
   const tasks = summary.tasks.map((t) => t.taskId);
   const taskIndex = new Map(tasks.map((id, i) => [id, i]));
   const codesByRun: string[][] = [];

@@ -102,6 +102,8 @@ describe('silo run --provider openai', () => {
       const resumed = await runSilo(['eval', '--resume', evalId, '--out', out.dir, '--reporter', 'json'], { OPENAI_BASE_URL: `${good.origin}/v1`, OPENAI_API_KEY: 'sk-right' });
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(JSON.parse(resumed.stdout)).toMatchObject({ status: 'completed', totals: { passed: 2, failed: 0, errors: 0 } });
+      // The runs it replaced are retries now, for what silo eval says after it too.
+      expect(resumed.stderr).not.toContain('model_error');
     } finally {
       await good.close();
     }

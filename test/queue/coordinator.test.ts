@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isInfrastructureFailure } from '../../src/eval/run-eval.js';
+import { isInfrastructureFailure } from '../../src/eval/counted.js';
 import { jobResults, type FinishedJob } from '../../src/queue/coordinator.js';
 import { JOB_VERSION, type RolloutJobResult } from '../../src/queue/job.js';
 import { tempDir } from '../helpers.js';
