@@ -33,3 +33,10 @@ process.exitCode = await main(process.argv.slice(2));
 process.once('beforeExit', (code) => {
   if (process.listenerCount('beforeExit') === 0) process.exit(code);
 });
+
+// A command that has returned has nothing left to do, so a handle left open (a leak, a pipe that
+// never closes) must not keep the process, and the terminal or CI job running it, waiting: past
+// EXIT_GRACE_MS, the process ends with the command's code all the same. (Unref'd: it does not
+// itself keep the process alive.)
+const EXIT_GRACE_MS = 5_000;
+setTimeout(() => process.exit(process.exitCode ?? 0), EXIT_GRACE_MS).unref();

@@ -35,6 +35,22 @@ describe('silo run', () => {
     expect(r.stdout).toMatch(/silo show [0-9A-Z]{26}/);
   });
 
+  it('ends once the command has returned, with its code, even when something keeps the event loop alive', async () => {
+    const started = Date.now();
+    const code = await new Promise<number | null>((resolve) => {
+      const child = spawn(process.execPath, ['--import', './fixtures/cli/leaks-a-handle.mjs', BIN, 'run', TASKS, '--agent', 'no-such-agent.mjs', '--out', out.dir], { env: PLAIN_ENV, stdio: 'ignore' });
+      // (without the bound, it would run for ever: ended here, and the test fails)
+      const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      child.once('exit', (c) => {
+        clearTimeout(killer);
+        resolve(c);
+      });
+    });
+    expect(code).toBe(2);
+    // A generous bound: the grace is 5 s.
+    expect(Date.now() - started).toBeLessThan(55_000);
+  }, 70_000);
+
   it('exits 1 for a failed run whose reader closed the pipe before the end (silo run … | head -1)', async () => {
     // The read end is closed before silo writes anything: every write of its meets EPIPE.
     const child = spawn(process.execPath, [BIN, 'run', TASKS, '--agent', LIAR, '--task', 'helpdesk/close-ticket', '--out', out.dir], { env: PLAIN_ENV, stdio: ['ignore', 'pipe', 'pipe'] });
