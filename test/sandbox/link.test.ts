@@ -7,7 +7,7 @@ import { FrameReader, FrameWriter, newKey, TO_HOST, TO_SANDBOX, type Incoming } 
 function pair(allows: (length: number) => boolean = () => true) {
   const key = newKey();
   const wire: Buffer[] = [];
-  const socket = { destroyed: false, write: (b: Buffer) => wire.push(Buffer.from(b)) } as unknown as Socket;
+  const socket = { destroyed: false, cork: () => {}, uncork: () => {}, write: (b: Buffer) => wire.push(Buffer.from(b)) } as unknown as Socket;
   const writer = new FrameWriter(socket, key, TO_HOST);
   const got: Incoming[] = [];
   const broken: string[] = [];
@@ -33,6 +33,26 @@ describe('the sealed link', () => {
     expect(got[2]).toEqual({ kind: 'message', message: { t: 'exit', id: 7, exit: { kind: 'exited', message: 'done' } } });
     expect(got[3]).toMatchObject({ kind: 'text', id: 9 });
     expect((got[3] as { text: string }).text).toHaveLength(200_000);
+  });
+
+  it('writes the frames of one turn of the event loop in one write, at its end', async () => {
+    const calls: string[] = [];
+    const socket = {
+      destroyed: false,
+      cork: () => calls.push('cork'),
+      uncork: () => calls.push('uncork'),
+      write: () => calls.push('write'),
+    } as unknown as Socket;
+    const writer = new FrameWriter(socket, newKey(), TO_HOST);
+    writer.text(1, 'a');
+    writer.message({ t: 'ping' });
+    writer.toWorker(2, { x: 1 });
+    expect(calls).toEqual(['cork', 'write', 'write', 'write']);
+    await new Promise((resolve) => setImmediate(resolve));
+    writer.text(1, 'b');
+    expect(calls).toEqual(['cork', 'write', 'write', 'write', 'uncork', 'cork', 'write']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls.at(-1)).toBe('uncork');
   });
 
   it('sends ciphertext: the text is not on the wire', () => {
@@ -174,7 +194,7 @@ describe('the sealed link', () => {
   it('does not open a frame sent the other way (each way has keys of its own)', () => {
     const key = newKey();
     const wire: Buffer[] = [];
-    const socket = { destroyed: false, write: (b: Buffer) => wire.push(Buffer.from(b)) } as unknown as Socket;
+    const socket = { destroyed: false, cork: () => {}, uncork: () => {}, write: (b: Buffer) => wire.push(Buffer.from(b)) } as unknown as Socket;
     new FrameWriter(socket, key, TO_SANDBOX).text(1, 'down');
     const broken: string[] = [];
     new FrameReader(key, TO_HOST, () => true, () => {}, (r) => broken.push(r)).push(Buffer.concat(wire));
