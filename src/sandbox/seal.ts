@@ -4,9 +4,11 @@
  * in order, `createHmac('sha256')` over each), made cheap for the small frames a tool call sends.
  *
  * A cipher or an HMAC object per frame costs ~3–10 µs to make and to collect, and a tool call
- * through the sandbox crosses four frames. Here nothing is made per frame: the key stream is drawn
- * from one cipher 16 KiB at a time, and a small frame's HMAC is two one-shot SHA-256 hashes
- * (RFC 2104: H(K ⊕ opad ‖ H(K ⊕ ipad ‖ message))).
+ * through the sandbox crosses four frames. Once a thread has sealed or opened its first few
+ * thousand frames (before, V8 has not optimized the code here yet, and Node's calls cost less:
+ * COLD_FRAMES), nothing is made per frame: the key stream is drawn from one cipher 16 KiB at a
+ * time, and a small frame's HMAC is two one-shot SHA-256 hashes (RFC 2104: H(K ⊕ opad ‖ H(K ⊕
+ * ipad ‖ message))).
  *
  * Nothing keyed goes through Node's shared buffer pool (`Buffer.allocUnsafe` of small sizes):
  * the pads and the hashes' input live in buffers of their own.
