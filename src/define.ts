@@ -67,10 +67,11 @@ export const check = {
   },
   /**
    * Passes when a message of the agent's in the conversation contains `text`, as tau-bench's output
-   * check reads an answer: case-insensitive, commas removed from the message.
+   * check reads an answer: case-insensitive, commas removed from the message (and from `text`, so
+   * that "1,234" and "1234" look for the same thing).
    */
   said(name: string, conversation: readonly { role: string; text: string }[] | undefined, text: string | number, message?: string): Check {
-    const needle = String(text).toLowerCase();
+    const needle = String(text).toLowerCase().replaceAll(',', '');
     const said = (conversation ?? []).filter((m) => m.role === 'agent').map((m) => m.text);
     const pass = said.some((m) => m.toLowerCase().replaceAll(',', '').includes(needle));
     const actual = said.length === 0 ? 'the agent said nothing to the user' : `${said.length} message${said.length === 1 ? '' : 's'}, the last: ${JSON.stringify(said.at(-1))}`;

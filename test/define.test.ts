@@ -178,6 +178,10 @@ describe('check.number', () => {
       { role: 'agent' as const, text: 'Your refund of $1,234.50 is on its way.' },
     ];
     expect(check.said('s', conversation, '1234.50').pass).toBe(true);
+    // The text looked for may have its commas too: they are ignored on both sides.
+    expect(check.said('s', conversation, '1,234.50').pass).toBe(true);
+    expect(check.said('s', [{ role: 'agent', text: 'It comes to 1234.50 in all.' }], '$1,234.50').pass).toBe(false);
+    expect(check.said('s', [{ role: 'agent', text: 'It comes to 1234.50 in all.' }], '1,234.50').pass).toBe(true);
     expect(check.said('s', conversation, 'REFUND').pass).toBe(true);
     expect(check.said('s', conversation, 'my total').pass).toBe(false);
     expect(check.said('s', [], 'x')).toMatchObject({ pass: false, actual: 'the agent said nothing to the user' });
