@@ -42,7 +42,7 @@ import { modelUser } from '../user/model-user.js';
 export interface RolloutOptions {
   /** The task to run (see loadTasks). */
   task: Task;
-  /** The file the task came from, recorded in run.json. */
+  /** The file the task came from, recorded in run.json (absolute: a relative one is resolved against the working folder). */
   taskFile?: string | null;
   /**
    * Path of the agent module (only ever loaded inside the agent's worker), or a built-in agent:
@@ -194,7 +194,8 @@ function startRun(options: RolloutOptions, given: Pick<StartedRun, 'agent' | 'en
     ...(options.evalId === undefined ? {} : { evalId: options.evalId }),
     ...(options.trial === undefined ? {} : { trial: options.trial }),
     taskId: task.id,
-    taskFile: options.taskFile ?? null,
+    // Absolute, as the CLI records it: regrade and resume find it from any folder.
+    taskFile: options.taskFile ? resolve(options.taskFile) : null,
     agent: given.agent?.recorded ?? options.agent,
     status: 'running',
     termination: null,

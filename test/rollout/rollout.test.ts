@@ -30,6 +30,14 @@ describe('runRollout on the helpdesk world', () => {
     }
   });
 
+  it('records a relative task file as the absolute path it names, so a regrade from elsewhere finds it', async () => {
+    const { task, file } = helpdesk[0]!;
+    const relative = join('fixtures', 'helpdesk', 'tasks.ts');
+    expect(resolve(relative)).toBe(file);
+    const r = await runRollout({ task, taskFile: relative, agent: agent('do-nothing.ts'), outDir: out.dir, isolation: 'thread' });
+    expect(readRunFiles(r.runDir).run.taskFile).toBe(file);
+  });
+
   it('fails every task with the do-nothing agent', async () => {
     for (const { task } of helpdesk) {
       const r = await runRollout({ task, agent: agent('do-nothing.ts'), outDir: out.dir });
