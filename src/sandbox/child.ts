@@ -23,6 +23,8 @@ process.report.reportOnUncaughtException = false;
 /** The link is broken (bytes missing or not from the host): nothing here can be trusted to go on. */
 function broken(reason: string): never {
   process.stderr.write(`silo sandbox: the link to the host broke (${reason})\n`);
+  // What was sealed before the break still goes (the frames of this turn are held until its end).
+  writer?.flush();
   process.exit(70);
 }
 

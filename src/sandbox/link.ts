@@ -135,8 +135,14 @@ export class FrameWriter {
     this.#socket.write(frame);
   }
 
+  /** Writes the frames held for the end of this turn now (before the process exits, say). */
+  flush(): void {
+    if (this.#corked) this.#uncork();
+  }
+
   #corked = false;
   readonly #uncork = (): void => {
+    if (!this.#corked) return;
     this.#corked = false;
     this.#socket.uncork();
   };

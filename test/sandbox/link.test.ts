@@ -53,6 +53,14 @@ describe('the sealed link', () => {
     expect(calls).toEqual(['cork', 'write', 'write', 'write', 'uncork', 'cork', 'write']);
     await new Promise((resolve) => setImmediate(resolve));
     expect(calls.at(-1)).toBe('uncork');
+    // flush() writes what is held at once (the sandbox does before it exits on a broken link), once.
+    writer.text(1, 'c');
+    writer.flush();
+    expect(calls.slice(-3)).toEqual(['cork', 'write', 'uncork']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls.slice(-3)).toEqual(['cork', 'write', 'uncork']);
+    writer.flush();
+    expect(calls.slice(-3)).toEqual(['cork', 'write', 'uncork']);
   });
 
   it('sends ciphertext: the text is not on the wire', () => {

@@ -88,7 +88,6 @@ for (const [phase, cold, before] of phases) {
         }
       });
     });
-
   });
 }
 
@@ -97,13 +96,71 @@ describe('the tag without crypto.hash (Node before 20.12)', () => {
     vi.resetModules();
     vi.doMock('node:crypto', async (original) => ({ ...(await original<typeof import('node:crypto')>()), hash: undefined }));
     try {
-      const { FrameMac: WithoutHash } = await import('../../src/sandbox/seal.js');
+      const fresh = await import('../../src/sandbox/seal.js');
       const key = randomBytes(32);
       const bytes = randomBytes(300);
       const prefix = Buffer.from([0, 0, 0, 0, 0, 0, 0, 3]);
-      expect(new WithoutHash(key).of(3, bytes).equals(createHmac('sha256', key).update(prefix).update(bytes).digest())).toBe(true);
+      const node = createHmac('sha256', key).update(prefix).update(bytes).digest();
+      // In a thread's first frames, and past them (where crypto.hash would be used if it were there).
+      expect(fresh.sealingCold()).toBe(true);
+      expect(new fresh.FrameMac(key).of(3, bytes).equals(node)).toBe(true);
+      const stream = new fresh.KeyStream(randomBytes(32));
+      const one = Buffer.alloc(1);
+      while (fresh.sealingCold()) stream.apply(one, Buffer.alloc(1), 0);
+      expect(new fresh.FrameMac(key).of(3, bytes).equals(node)).toBe(true);
     } finally {
       vi.doUnmock('node:crypto');
+      vi.resetModules();
+    }
+  });
+});
+
+describe("a link that runs past a thread's first frames", () => {
+  it('goes on with the same key stream and tags, whatever the frames on either side of the change', async () => {
+    // A fresh module: this thread's frame count starts again at 0.
+    vi.resetModules();
+    const fresh = await import('../../src/sandbox/seal.js');
+    try {
+      expect(fresh.sealingCold()).toBe(true);
+      const key = randomBytes(32);
+      const stream = new fresh.KeyStream(key);
+      const frames: Buffer[] = [];
+      const out: Buffer[] = [];
+      const sizes = [1, 15, 5_000, 7, 20_000, 33, 16_384, 3];
+      // Frames of every size, until the change, and on past it.
+      for (let i = 0; fresh.sealingCold() || i < fresh.COLD_FRAMES + sizes.length * 2; i++) {
+        const frame = randomBytes(sizes[i % sizes.length]!);
+        const sealed = Buffer.alloc(frame.length);
+        stream.apply(frame, sealed, 0);
+        frames.push(frame);
+        out.push(sealed);
+      }
+      expect(fresh.sealingCold()).toBe(false);
+      const node = createCipheriv('aes-256-ctr', key, Buffer.alloc(16)).update(Buffer.concat(frames));
+      expect(Buffer.concat(out).equals(node)).toBe(true);
+      // And a writer and a reader in this thread, through the change: every frame opens, in order.
+      vi.resetModules();
+      const seal2 = await import('../../src/sandbox/seal.js');
+      const link2 = await import('../../src/sandbox/link.js');
+      expect(seal2.sealingCold()).toBe(true);
+      const linkKey = link2.newKey();
+      const wire: Buffer[] = [];
+      const socket = { destroyed: false, cork: () => {}, uncork: () => {}, write: (b: Buffer) => wire.push(Buffer.from(b)) };
+      const writer = new link2.FrameWriter(socket as never, linkKey, link2.TO_HOST);
+      const got: unknown[] = [];
+      const broken: string[] = [];
+      const reader = new link2.FrameReader(linkKey, link2.TO_HOST, () => true, (f) => got.push(f), (r) => broken.push(r));
+      // Each frame is sealed and opened in this thread: two a message, past the change halfway.
+      const messages = seal2.COLD_FRAMES;
+      for (let i = 0; i < messages; i++) {
+        writer.text(i, `message ${i}`);
+        reader.push(Buffer.concat(wire.splice(0)));
+      }
+      expect(seal2.sealingCold()).toBe(false);
+      expect(broken).toEqual([]);
+      expect(got).toHaveLength(messages);
+      expect(got.at(-1)).toEqual({ kind: 'text', id: messages - 1, text: `message ${messages - 1}` });
+    } finally {
       vi.resetModules();
     }
   });
