@@ -134,6 +134,8 @@ function bwrap(): Bubblewrap | string {
  */
 export function presumeUnshare(): 'probed' | 'presumed' | false {
   if (unshareFound !== undefined) return typeof unshareFound === 'string' ? false : 'probed';
+  // Asked at every rollout until a first sandbox came up: the search of PATH is done once.
+  if (unsharePresumed !== undefined) return 'presumed';
   const program = which('unshare');
   if (program === null) return false;
   unsharePresumed = { program, setsid: which('setsid') };
@@ -154,6 +156,9 @@ let presumed: Bubblewrap | undefined;
  */
 export function presumeBwrap(): 'probed' | 'presumed' | false {
   if (bubblewrap !== undefined) return typeof bubblewrap === 'string' ? false : 'probed';
+  // Asked at every rollout until a first sandbox came up (SandboxPool): PATH is searched once,
+  // not once a rollout (each folder of PATH without it is a failed system call and an exception).
+  if (presumed !== undefined) return 'presumed';
   const program = which('bwrap');
   if (program === null) return false;
   presumed = { program, disableUserns: true };
