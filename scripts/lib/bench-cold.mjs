@@ -130,7 +130,7 @@ export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs',
       ratio: round(median(samples.runRatio), 2),
       target: 1.5,
       breakdown,
-      // No target yet: tsx's loader thread is most of the difference (README, "What Silo costs").
+      // No target yet: tsx's loader thread is most of the difference (docs/performance.md).
       typescriptTaskFile: { javascriptMs: round(median(samples.js)), typescriptMs: round(median(samples.ts)), ratio: round(median(samples.tsRatio), 2) },
     },
   };
