@@ -1,5 +1,5 @@
 // Cold starts, each next to its bare baseline, measured in turns (A B A B ...) in the same run:
-//   cli      `silo --version` against `node -e 0`
+//   cli      `silo --version` against `node -e 0` (and `silo --help`, which loads every command's definition)
 //   coldRun  `silo run` of one trivial task with a trivial agent, default isolation, the whole
 //            command, against the bare path it cannot do without: a process that starts a child
 //            process, which starts a worker that imports the agent module and sends one message
@@ -58,7 +58,7 @@ const bareRunScript = (agent, expect = 'function') => `
 export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs', taskId = 'bench/calls-0', agent = 'fixtures/agents/bench-caller.mjs', out: under } = {}) {
   const out = mkdtempSync(join(under ?? tmpdir(), 'silo-bench-cold-'));
   const runArgs = ['run', task, '-t', taskId, '--agent', agent, '--out', out, '--json'];
-  const samples = { node: [], version: [], bare: [], run: [], versionRatio: [], runRatio: [], js: [], ts: [], tsRatio: [] };
+  const samples = { node: [], version: [], help: [], helpRatio: [], bare: [], run: [], versionRatio: [], runRatio: [], js: [], ts: [], tsRatio: [] };
   const fileArgs = (file) => ['run', file, '--agent', 'fixtures/agents/bench-caller.mjs', '--out', out];
   const parts = [];
   try {
@@ -72,12 +72,16 @@ export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs',
     for (let i = 0; i < rounds; i++) {
       const node = (await timed(process.execPath, ['-e', '0'])).ms;
       const version = (await timed(process.execPath, [BIN, '--version'])).ms;
+      // --version loads commander and no command; --help loads every command's definition.
+      const help = (await timed(process.execPath, [BIN, '--help'])).ms;
       const bare = await timed(process.execPath, ['-e', bareRunScript(join(root, agent))]);
       if (bare.code !== 0) throw new Error(`the bare run failed: ${bare.stderr}`);
       const run = await timed(process.execPath, [BIN, ...runArgs]);
       if (run.code !== 0) throw new Error(`the cold run failed (exit ${run.code}): ${run.stderr}${run.stdout}`);
       samples.node.push(node);
       samples.version.push(version);
+      samples.help.push(help);
+      samples.helpRatio.push(help / node);
       samples.bare.push(bare.ms);
       samples.run.push(run.ms);
       samples.versionRatio.push(version / node);
@@ -123,7 +127,7 @@ export async function benchCold({ rounds = 7, task = 'fixtures/bench/tasks.mjs',
   const heavy = await benchHeavy(rounds, under);
   return {
     heavy,
-    cli: { nodeMs: round(median(samples.node)), versionMs: round(median(samples.version)), ratio: round(median(samples.versionRatio), 2), target: 2 },
+    cli: { nodeMs: round(median(samples.node)), versionMs: round(median(samples.version)), ratio: round(median(samples.versionRatio), 2), target: 2, helpMs: round(median(samples.help)), helpRatio: round(median(samples.helpRatio), 2) },
     coldRun: {
       bareMs: round(median(samples.bare)),
       runMs: round(median(samples.run)),
@@ -167,7 +171,7 @@ async function benchHeavy(rounds, under) {
 export function describeCold(r) {
   const b = r.coldRun.breakdown;
   return [
-    `cli           node -e 0 ${r.cli.nodeMs} ms · silo --version ${r.cli.versionMs} ms · ratio ${r.cli.ratio} (target ≤ ${r.cli.target})`,
+    `cli           node -e 0 ${r.cli.nodeMs} ms · silo --version ${r.cli.versionMs} ms · ratio ${r.cli.ratio} (target ≤ ${r.cli.target}) · silo --help (every command's definition) ${r.cli.helpMs} ms, ${r.cli.helpRatio}`,
     `cold run      bare (a child process whose worker imports the agent) ${r.coldRun.bareMs} ms · silo run ${r.coldRun.runMs} ms · ratio ${r.coldRun.ratio} (target ≤ ${r.coldRun.target})`,
     `              node ${b.nodeBootMs} · CLI ${b.cliMs} · imports ${b.importMs} · task file ${b.tasksMs} · rollout ${b.rolloutMs} (world ${b.worldMs} · worker start ${b.workerStartMs} · agent ${b.agentMs} · grading and artifacts ${b.gradingAndArtifactsMs} · other ${b.rolloutOtherMs}) · pool closed ${b.closeMs} · to exit ${b.exitMs} + ${b.afterExitMs} ms`,
     `              sandbox started at ${b.sandboxStartAtMs} ms, ready at ${b.sandboxReadyAtMs} ms (${b.sandboxMs} ms)`,

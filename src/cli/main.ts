@@ -23,12 +23,14 @@ const COMMANDS: [string, () => Promise<(program: Command) => void>][] = [
 
 /**
  * The program with the commands `argv` needs: the one it names (`silo run ...` defines `run`
- * only, so a command starts without loading the others' modules), or all of them (`silo`,
- * `--help`, `--version`, a mistyped command, which commander then matches against every name).
+ * only, so a command starts without loading the others' modules), none for `--version` (the
+ * program's own option: commander answers it before any command), or all of them (`silo`,
+ * `--help`, a mistyped command, which commander then matches against every name).
  */
 export async function createProgram(argv: readonly string[] = []): Promise<Command> {
   const named = COMMANDS.find(([name]) => name === argv[0]);
-  const registers = await Promise.all((named ? [named] : COMMANDS).map(([, load]) => load()));
+  const wanted = named ? [named] : argv[0] === '--version' || argv[0] === '-v' ? [] : COMMANDS;
+  const registers = await Promise.all(wanted.map(([, load]) => load()));
   const program = new Command()
     .name('silo')
     .description('Grade AI agents inside in-memory simulated worlds.')
