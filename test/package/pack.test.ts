@@ -97,9 +97,9 @@ beforeAll(async () => {
 afterAll(() => home.remove());
 
 describe('the tarball', () => {
-  it('ships the built runtime, the worker entry and the templates, and nothing of the tests', () => {
+  it('ships the built runtime, the worker entry, the templates and the page the README links to, and nothing of the tests', () => {
     const installed = join(projects.module, 'node_modules', 'silo');
-    for (const file of ['dist/bundle/bin.js', 'dist/bundle/index.js', 'dist/bundle/agent.js', 'dist/src/index.d.ts', 'dist/src/agent.d.ts', 'dist/workers/agent.cjs', 'dist/bundle/sandbox-child.cjs', 'templates/init/tasks.ts', 'README.md', 'LICENSE']) {
+    for (const file of ['dist/bundle/bin.js', 'dist/bundle/index.js', 'dist/bundle/agent.js', 'dist/src/index.d.ts', 'dist/src/agent.d.ts', 'dist/workers/agent.cjs', 'dist/bundle/sandbox-child.cjs', 'templates/init/tasks.ts', 'README.md', 'docs/performance.md', 'LICENSE']) {
       expect(statSync(join(installed, file), { throwIfNoEntry: false })?.isFile(), file).toBe(true);
     }
     expect(statSync(join(installed, 'test'), { throwIfNoEntry: false })).toBeUndefined();
