@@ -1,12 +1,23 @@
 /**
  * Every message between the host and an agent's worker. Agent-to-host messages travel as JSON
- * text on the rollout's own MessagePort and are parsed (and size-capped) by the host, so no
+ * text on the rollout's own port (TaskPort) and are parsed (and size-capped) by the host, so no
  * shared memory or prototype trick crosses. Host-to-worker messages are trusted and
  * structured-cloned. Each carries the brand so that foreign messages are ignored.
  */
 import type { AgentOptions, ErrorInfo, Limits, ToolResult, ToolSchema, UserReply } from './types.js';
 
 export const BRAND = 'silo/1' as const;
+
+/**
+ * What a rollout's runtime talks to the host on: a MessagePort of its own in a single-use worker;
+ * in a reused thread, its share of the port the thread's runtime holds (workers/agent.cts), so that
+ * a rollout there costs no MessageChannel to make, transfer and close (src/pool/reused.ts).
+ */
+export interface TaskPort {
+  postMessage(message: unknown): void;
+  on(event: 'message', listener: (message: HostMessage) => void): unknown;
+  close(): void;
+}
 
 /** What the pool hands a worker to start one rollout. */
 export interface WorkerTask {
@@ -25,7 +36,7 @@ export interface WorkerTask {
   /** The agent's options (JSON; `--agent openai:<model>` gives `{ model }`), handed to it as `options`. */
   options: AgentOptions;
   /** The rollout's port; the completion travels on it too. */
-  port: import('node:worker_threads').MessagePort;
+  port: TaskPort;
   /** Single-use workers exit after the rollout so that no later rollout shares them. */
   exitAfter: boolean;
   /** Folders the agent must not be able to read (the task file's, the artifacts'); checked before it loads. */

@@ -8,9 +8,10 @@
 //
 // A worker started by src/pool/fresh.ts (single use) takes its one task from its parent port. One
 // started by src/pool/reused.ts (--reuse-workers) takes a port of its own there, which only this
-// runtime holds, and its tasks on that port.
-import type { WorkerTask } from '../src/protocol.js';
-import type { ReusedTaskEnd, ReusedWorkerStart } from '../src/pool/reused.js';
+// runtime holds; its tasks come on that port, and each task's messages both ways travel on it too,
+// tagged with the task's id.
+import type { HostMessage, TaskPort, WorkerTask } from '../src/protocol.js';
+import type { FromReusedThread, ReusedTaskEnd, ReusedWorkerStart, ToReusedThread } from '../src/pool/reused.js';
 import type { MessagePort } from 'node:worker_threads';
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- bundled (see above)
 const runtime = require('../src/pool/worker-runtime.js') as typeof import('../src/pool/worker-runtime.js');
@@ -21,14 +22,33 @@ const { parentPort } = require('node:worker_threads') as typeof import('node:wor
 // whole process (V8 flags, reports, signals, channels to other threads) is closed at once.
 runtime.closeProcessWide(require);
 
-/** Runs the tasks that come on `port`, several at once, and says on it when each has ended. */
+/**
+ * Runs the tasks that come on `port`, several at once, each with its share of the port as its own
+ * (TaskPort), and says on it when each has ended: after the last of its messages.
+ */
 function serve(port: MessagePort): void {
-  port.on('message', ({ id, task }: { id: number; task: WorkerTask }) => {
+  /** What the host sends each running task goes to its runtime's listener. */
+  const listeners = new Map<number, (message: HostMessage) => void>();
+  port.on('message', (msg: ToReusedThread) => {
+    if ('to' in msg) return void listeners.get(msg.id)?.(msg.to);
+    const { id, task } = msg;
+    let open = true;
+    const own: TaskPort = {
+      postMessage: (m: unknown) => {
+        if (open) port.postMessage({ id, m } satisfies FromReusedThread);
+      },
+      on: (_event: 'message', listener: (message: HostMessage) => void) => void listeners.set(id, listener),
+      close: () => {
+        open = false;
+        listeners.delete(id);
+      },
+    };
     const end = (error?: string): void => {
+      own.close();
       const message: ReusedTaskEnd = { brand: runtime.BRAND, id, ...(error === undefined ? {} : { error }) };
       port.postMessage(message);
     };
-    runtime.runAgentTask(task).then(
+    runtime.runAgentTask({ ...task, port: own } satisfies WorkerTask).then(
       () => end(),
       (err: unknown) => end(err instanceof Error ? err.message : String(err)),
     );

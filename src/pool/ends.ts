@@ -1,7 +1,8 @@
 /**
- * The host's end of one rollout's link to its worker. In threads it is a MessagePort whose other
- * end goes to the worker; with the sandbox process it is a relay the sandbox feeds directly from
- * its socket, so that a message does not cross one more port inside the host.
+ * The host's end of one rollout's link to its worker. For a single-use worker it is a MessagePort
+ * whose other end goes to the worker. Otherwise it is a relay fed by whoever carries the worker's
+ * messages: the sandbox's socket (so that a message does not cross one more port inside the host),
+ * or a reused thread's own port, which carries the messages of all its rollouts (reused.ts).
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { HostMessage } from '../protocol.js';
@@ -41,8 +42,8 @@ export class PortLink {
 }
 
 /**
- * A link whose far side is not a port: `deliver` brings the worker's messages, `connect` says
- * where the host's go (held until then), `end` closes it from the far side.
+ * A link whose far side is not a port of its own: `deliver` brings the worker's messages,
+ * `connect` says where the host's go (held until then), `close` ends it from either side.
  */
 export class RelayLink implements HostEnd {
   #listener: ((data: unknown) => void) | null = null;

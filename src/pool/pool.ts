@@ -7,7 +7,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { WORKER_ENTRY } from '../paths.js';
-import { PortLink, type Link } from './ends.js';
+import { PortLink, RelayLink, type Link } from './ends.js';
 import { permissionArgs } from './permissions.js';
 import type { SandboxLevel } from '../sandbox/jail.js';
 import { BRAND, type WorkerTask } from '../protocol.js';
@@ -146,8 +146,9 @@ export class AgentPool implements AgentRunner {
     };
   }
 
-  link(): PortLink {
-    return new PortLink();
+  /** A MessageChannel for a single-use worker; for a reused thread, a relay over the thread's own port (reused.ts). */
+  link(): Link {
+    return this.#options.reuse ? new RelayLink() : new PortLink();
   }
 
   /**
@@ -164,11 +165,15 @@ export class AgentPool implements AgentRunner {
     env: Readonly<Record<string, string>>,
     readable: readonly string[],
   ): Promise<WorkerExit> {
+    const own = this.#options.ownedTasks ? task : ownTask(task);
+    if (this.#options.reuse) {
+      if (!(link instanceof RelayLink)) throw new Error('a thread pool runs rollouts on links it made (AgentPool.link())');
+      return { ...(await this.#pool(memoryMb, env, readable).run({ ...own, brand: BRAND, exitAfter: false }, link, terminate)), isolation: 'thread' };
+    }
     if (!(link instanceof PortLink)) throw new Error('a thread pool runs rollouts on links it made (AgentPool.link())');
     const port = link.workerPort;
-    const message: WorkerTask = { ...(this.#options.ownedTasks ? task : ownTask(task)), brand: BRAND, port, exitAfter: !this.#options.reuse };
-    const workers = this.#options.reuse ? this.#pool(memoryMb, env, readable) : this.#fresh(memoryMb, env, readable);
-    return { ...(await workers.run(message, port, terminate)), isolation: 'thread' };
+    const message: WorkerTask = { ...own, brand: BRAND, port, exitAfter: true };
+    return { ...(await this.#fresh(memoryMb, env, readable).run(message, port, terminate)), isolation: 'thread' };
   }
 
   /**

@@ -4,11 +4,17 @@
  * when its workers are reused (single-use threads are fresh.ts's).
  *
  * Each worker runs workers/agent.cjs as its main script. Its first message is a port of its own,
- * which only the runtime holds: tasks come on it and their ends go back on it; the worker then
- * closes its parent port, so nothing an agent posts there reaches anyone. A task goes to the
- * least busy thread with room (`perThread` at most), or to a new thread while there are fewer
- * than `max`; otherwise it waits for room. A thread that exits ends the tasks it was running
- * (they say why), and the next task that needs a thread starts one.
+ * which only the runtime holds; the worker then closes its parent port, so nothing an agent posts
+ * there reaches anyone. Everything else travels on that port, tagged with the task's id: the
+ * tasks, what each rollout's runtime and the host say to each other (a rollout's messages reach
+ * its RelayLink here), and each task's end, which comes after all its messages (one port keeps
+ * their order), so the link is closed with it. A rollout of a reused thread has no MessageChannel
+ * of its own: making one, transferring its end and closing it cost the sandbox's main thread
+ * ~40-140 µs a rollout, and as an eval starts that thread hands out hundreds of them.
+ *
+ * A task goes to the least busy thread with room (`perThread` at most), or to a new thread while
+ * there are fewer than `max`; otherwise it waits for room. A thread that exits ends the tasks it
+ * was running (they say why), and the next task that needs a thread starts one.
  *
  * Why not piscina, which ran these before: its `require` cost the sandbox process 25–35 ms as it
  * started, before it could start any thread, and its balancer had to be worked around (it never
@@ -16,7 +22,8 @@
  * open to the agents as its own channel.
  */
 import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
-import { BRAND } from '../protocol.js';
+import { BRAND, type HostMessage, type WorkerTask } from '../protocol.js';
+import type { RelayLink } from './ends.js';
 import { destroyedExit, exitOf, newWorker, waitForRoom, type FreshExit } from './fresh.js';
 
 export interface ReusedWorkersOptions {
@@ -44,6 +51,15 @@ export interface ReusedTaskEnd {
   error?: string;
 }
 
+/** A task as a reused thread takes it: its runtime gives it its port (TaskPort). */
+export type ReusedTask = Omit<WorkerTask, 'port'>;
+
+/** Pool → thread, on the thread's own port: a task to run, or a message for a running one. */
+export type ToReusedThread = { id: number; task: ReusedTask } | { id: number; to: HostMessage };
+
+/** Thread → pool, on the thread's own port: a message of task `id`'s runtime, or a task's end. */
+export type FromReusedThread = { id: number; m: unknown } | ReusedTaskEnd;
+
 /** The first message a reused worker takes on its parent port. */
 export interface ReusedWorkerStart {
   brand: typeof BRAND;
@@ -55,6 +71,8 @@ interface Thread {
   worker: Worker;
   /** The pool's end of the thread's own port. */
   port: MessagePort;
+  /** The links of its running tasks, by task id. */
+  links: Map<number, RelayLink>;
   /** Its running tasks' settlers, by task id. */
   tasks: Map<number, (exit: FreshExit) => void>;
   /** Tasks whose signal terminated the thread. */
@@ -84,11 +102,12 @@ export class ReusedWorkers {
   }
 
   /**
-   * Runs `task` (its `port` transferred) on a thread with room; resolves when the task has ended
-   * in its thread, or the thread has. Aborting `signal` terminates the thread, which ends the other
-   * tasks running in it too (trusted agents only share a thread).
+   * Runs `task` on a thread with room, its messages and the host's on `link`; resolves when the
+   * task has ended in its thread, or the thread has (`link` is closed then). Aborting `signal`
+   * terminates the thread, which ends the other tasks running in it too (trusted agents only share
+   * a thread).
    */
-  async run(task: unknown, port: MessagePort, signal: AbortSignal): Promise<FreshExit> {
+  async run(task: ReusedTask, link: RelayLink, signal: AbortSignal): Promise<FreshExit> {
     let thread: Thread | undefined;
     for (;;) {
       if (this.#destroyed) return destroyedExit();
@@ -109,8 +128,12 @@ export class ReusedWorkers {
         running.aborted.add(id);
         void running.worker.terminate();
       };
+      running.links.set(id, link);
       running.tasks.set(id, (exit) => {
         running.tasks.delete(id);
+        running.links.delete(id);
+        // Its messages came before its end (or its thread is gone): nothing more is on its way.
+        link.close();
         signal.removeEventListener('abort', abort);
         if (running.tasks.size === 0) running.worker.unref();
         resolve(exit);
@@ -120,11 +143,20 @@ export class ReusedWorkers {
       running.worker.ref();
       signal.addEventListener('abort', abort, { once: true });
       try {
-        running.port.postMessage({ id, task }, [port]);
+        running.port.postMessage({ id, task } satisfies ToReusedThread);
       } catch (err) {
         // (a task structured clone refuses) the thread never hears of it
         running.tasks.get(id)?.({ kind: 'exited', message: `the task could not be posted to its worker: ${err instanceof Error ? err.message : String(err)}` });
+        return;
       }
+      // The host's messages for it, after it on the port (those sent meanwhile were held).
+      link.connect((to) => {
+        try {
+          running.port.postMessage({ id, to } satisfies ToReusedThread);
+        } catch {
+          // (a message structured clone refuses) dropped, as a port of its own would have
+        }
+      });
     });
   }
 
@@ -161,10 +193,12 @@ export class ReusedWorkers {
     const { port1, port2 } = new MessageChannel();
     const start: ReusedWorkerStart = { brand: BRAND, type: 'reuse', port: port2 };
     worker.postMessage(start, [port2]);
-    const thread: Thread = { worker, port: port1, tasks: new Map(), aborted: new Set(), gone: false };
-    port1.on('message', (end: ReusedTaskEnd) => {
-      if (end?.brand !== BRAND || typeof end.id !== 'number') return;
-      thread.tasks.get(end.id)?.(end.error === undefined ? { kind: 'exited', message: 'the worker finished its task' } : { kind: 'exited', message: end.error });
+    const thread: Thread = { worker, port: port1, links: new Map(), tasks: new Map(), aborted: new Set(), gone: false };
+    port1.on('message', (msg: FromReusedThread) => {
+      if (typeof msg !== 'object' || msg === null || typeof msg.id !== 'number') return;
+      if ('m' in msg) return thread.links.get(msg.id)?.deliver(msg.m);
+      if (msg.brand !== BRAND) return;
+      thread.tasks.get(msg.id)?.(msg.error === undefined ? { kind: 'exited', message: 'the worker finished its task' } : { kind: 'exited', message: msg.error });
     });
     // The port alone must not keep the process alive: the worker's ref does, while it has tasks.
     port1.unref();

@@ -5,7 +5,7 @@
  * a sealed link (link.ts) on descriptor 3. If the host goes away, so does the sandbox.
  */
 import { Socket } from 'node:net';
-import { PortLink } from '../pool/ends.js';
+import type { Link } from '../pool/ends.js';
 import { AgentPool } from '../pool/pool.js';
 import { MESSAGE_ENVELOPE_BYTES, PORT_DRAIN_MS } from '../options.js';
 import { FrameReader, FrameWriter, KEY_BYTES, TO_HOST, TO_SANDBOX, type Incoming } from './link.js';
@@ -77,7 +77,7 @@ const RELAY_BUDGET_CHARS = 256 * 2 ** 20;
 const options = JSON.parse(process.argv[2] ?? '{}') as SandboxPoolOptions;
 // A run's task is read from its frame with views of their own bytes (link.ts): not copied again.
 const pool = new AgentPool({ ...options, ownedTasks: true });
-const runs = new Map<number, { link: PortLink; terminate: AbortController }>();
+const runs = new Map<number, { link: Link; terminate: AbortController }>();
 
 function receive(frame: Incoming): void {
   if (frame.kind === 'to') {
@@ -95,7 +95,7 @@ function receive(frame: Incoming): void {
 
 function start(msg: Extract<ToSandbox, { t: 'run' }>): void {
   // Known at once, so that what comes for it meanwhile (an abort, a terminate) is not dropped.
-  const entry = { link: new PortLink(), terminate: new AbortController() };
+  const entry = { link: pool.link(), terminate: new AbortController() };
   runs.set(msg.id, entry);
   if (msg.relay === undefined) return run(msg, entry);
   // The agent starts once the gateway is reachable in here; without it, the rollout ends saying why.
@@ -109,7 +109,7 @@ function start(msg: Extract<ToSandbox, { t: 'run' }>): void {
   );
 }
 
-function run({ id, task, memoryMb, env, readable }: Extract<ToSandbox, { t: 'run' }>, { link, terminate }: { link: PortLink; terminate: AbortController }): void {
+function run({ id, task, memoryMb, env, readable }: Extract<ToSandbox, { t: 'run' }>, { link, terminate }: { link: Link; terminate: AbortController }): void {
   // Worker messages are JSON text: anything else (shared memory, objects structured clone would
   // refuse on the way to the host) is dropped here, as are messages over the host's size cap and
   // everything past the rollout's relay budget, so no agent can stall or crash the sandbox.

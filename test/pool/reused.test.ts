@@ -1,18 +1,19 @@
 /**
  * Reused threads (src/pool/reused.ts), on a small script of their own instead of Silo's worker
- * runtime: it takes its own port from its parent port, then tasks on that port; each task says on
- * its port which thread runs it, then does what it says (end, wait for word, exit the thread,
- * fill the heap, or never end). And, through an AgentPool with Silo's runtime, an agent posting on
- * its reused worker's parent port reaches nothing.
+ * runtime: it takes its own port from its parent port, then tasks on that port; each task says
+ * (tagged with its id, on that same port) which thread runs it, then does what it says (end, wait
+ * for word, echo what the host sends, send a burst of messages and end, exit the thread, fill the
+ * heap, or never end). And, through an AgentPool with Silo's runtime, an agent posting on its
+ * reused worker's parent port reaches nothing.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runRollout } from '../../src/index.js';
 import { AgentPool } from '../../src/pool/pool.js';
-import { ReusedWorkers, type ReusedWorkersOptions } from '../../src/pool/reused.js';
+import { RelayLink } from '../../src/pool/ends.js';
+import { ReusedWorkers, type ReusedTask, type ReusedWorkersOptions } from '../../src/pool/reused.js';
 import { BRAND } from '../../src/protocol.js';
 import { parentPortMessagesDuring, tempDir, testWorld } from '../helpers.js';
 
@@ -25,11 +26,17 @@ writeFileSync(
   `const { parentPort, threadId } = require('node:worker_threads');
 parentPort.once('message', ({ port: own }) => {
   parentPort.close();
-  own.on('message', ({ id, task: { port, then } }) => {
+  const fromHost = new Map();
+  own.on('message', ({ id, task, to }) => {
+    if (task === undefined) return fromHost.get(id)?.(to);
+    const { then } = task;
     const end = () => own.postMessage({ brand: ${JSON.stringify(BRAND)}, id });
-    port.postMessage(threadId);
+    const say = (m) => own.postMessage({ id, m });
+    say(threadId);
     if (then === 'end') end();
-    if (then === 'wait') port.once('message', end);
+    if (then === 'wait') fromHost.set(id, end);
+    if (then === 'echo') fromHost.set(id, (m) => (m === 'stop' ? end() : say(['echo', m])));
+    if (then === 'burst') { for (let i = 0; i < 100; i++) say(i); end(); }
     if (then === 'fail') own.postMessage({ brand: ${JSON.stringify(BRAND)}, id, error: 'the runtime broke' });
     if (then === 'exit') process.exit(0);
     if (then === 'grow') { const keep = []; for (;;) keep.push(new Array(1e5).fill(keep.length)); }
@@ -47,13 +54,27 @@ function make(options: Partial<ReusedWorkersOptions> = {}): ReusedWorkers {
   return pool;
 }
 
-/** Runs a task; `thread` settles with the id of the thread that runs it; `host.postMessage` releases a waiting one. */
+/**
+ * Runs a task; `thread` settles with the id of the thread that runs it, `said` holds what the task
+ * sent after that, `closedAt` how many messages had come when its link closed; `host.post` sends
+ * it a message (and releases a waiting one).
+ */
 function task(pool: ReusedWorkers, then: string, signal = new AbortController().signal) {
-  const { port1, port2 } = new MessageChannel();
-  const thread = new Promise<number>((resolve) => port1.once('message', resolve));
+  const link = new RelayLink();
+  const said: unknown[] = [];
+  let resolveThread: (id: number) => void = () => {};
+  const thread = new Promise<number>((resolve) => (resolveThread = resolve));
+  let first = true;
+  link.onMessage((m) => {
+    if (first) resolveThread(m as number);
+    else said.push(m);
+    first = false;
+  });
+  let closedAt: number | null = null;
+  link.onClose(() => (closedAt = said.length));
   let settled = false;
-  const exit = pool.run({ port: port2, then }, port2, signal).then((e) => ((settled = true), e));
-  return { exit, thread, host: port1 as MessagePort, settled: () => settled };
+  const exit = pool.run({ then } as unknown as ReusedTask, link, signal).then((e) => ((settled = true), e));
+  return { exit, thread, said, host: { post: (m: unknown) => link.post(m as never) }, settled: () => settled, closedAt: () => closedAt };
 }
 
 const FINISHED = { kind: 'exited', message: 'the worker finished its task' };
@@ -69,13 +90,48 @@ describe('ReusedWorkers', () => {
     const late = task(pool, 'end');
     await tick();
     expect(late.settled()).toBe(false);
-    tasks[0]!.host.postMessage('go');
+    tasks[0]!.host.post('go');
     expect(await tasks[0]!.exit).toEqual(FINISHED);
     // The room freed is in the thread that ran it: the late task runs there.
     expect(await late.thread).toBe(threads[0]);
     expect(await late.exit).toEqual(FINISHED);
-    for (const t of tasks.slice(1)) t.host.postMessage('go');
+    for (const t of tasks.slice(1)) t.host.post('go');
     expect(await Promise.all(tasks.slice(1).map((t) => t.exit))).toEqual(Array(5).fill(FINISHED));
+  });
+
+  it("carries each task's messages on the thread's own port: in order, to its own link, closed after the last", async () => {
+    const pool = make({ perThread: 3 });
+    const [a, b] = [task(pool, 'echo'), task(pool, 'echo')];
+    const burst = task(pool, 'burst');
+    // One thread runs all three (perThread 3, max 1): what each says reaches its own link only.
+    expect(new Set(await Promise.all([a.thread, b.thread, burst.thread])).size).toBe(1);
+    for (let i = 0; i < 20; i++) {
+      a.host.post(`a${i}`);
+      b.host.post(`b${i}`);
+    }
+    a.host.post('stop');
+    b.host.post('stop');
+    expect(await Promise.all([a.exit, b.exit, burst.exit])).toEqual([FINISHED, FINISHED, FINISHED]);
+    expect(a.said).toEqual(Array.from({ length: 20 }, (_, i) => ['echo', `a${i}`]));
+    expect(b.said).toEqual(Array.from({ length: 20 }, (_, i) => ['echo', `b${i}`]));
+    // A task's end comes after its messages on the one port: its link closed with all of them in.
+    expect(burst.said).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect([a.closedAt(), b.closedAt(), burst.closedAt()]).toEqual([20, 20, 100]);
+  });
+
+  it('holds what the host sends a task that waits for room, and hands it over once the task has a thread', async () => {
+    const pool = make({ perThread: 1 });
+    const first = task(pool, 'wait');
+    await first.thread;
+    const late = task(pool, 'echo');
+    late.host.post('early');
+    await tick();
+    expect(late.settled()).toBe(false);
+    first.host.post('go');
+    await late.thread;
+    late.host.post('stop');
+    expect(await late.exit).toEqual(FINISHED);
+    expect(late.said).toEqual([['echo', 'early']]);
   });
 
   it('says when the runtime could not run a task to its end', async () => {
@@ -90,6 +146,8 @@ describe('ReusedWorkers', () => {
     const first = await waiting.thread;
     expect(await exiting.exit).toEqual({ kind: 'exited', message: 'its thread exited (code 0) while the task ran' });
     expect(await waiting.exit).toEqual({ kind: 'exited', message: 'its thread exited (code 0) while the task ran' });
+    // Their links closed with their thread.
+    expect([waiting.closedAt(), exiting.closedAt()]).toEqual([0, 0]);
     const next = task(pool, 'end');
     expect(await next.thread).not.toBe(first);
     expect(await next.exit).toEqual(FINISHED);
