@@ -3,7 +3,9 @@
 // reads and compiles a few files instead of the hundreds under dist/src and the small packages it
 // uses. One build with code splitting: the command and a task file's `import 'silo'` load the same
 // chunks (one SiloError class, one copy of every module's state), and each command's modules stay
-// behind the dynamic import()s that load them only when that command runs.
+// behind the dynamic import()s that load them only when that command runs. The chunks are not
+// esbuild's own (one for each set of import()s reaching a module: ~70 files for `silo eval`) but
+// groups of the modules that the same steps of the commands load (planChunks() below).
 //
 // The files Silo starts by path are not part of it: the agent workers' entry
 // (dist/workers/agent.cjs), the built-in agents and the do-nothing agent (loaded inside workers)
@@ -14,7 +16,9 @@
 // and test/package/pack.test.ts read it).
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
+import { basename, resolve } from 'node:path';
 import { build } from 'esbuild';
+import { groupsPlugin, moduleGraph, planGroups, reachable, withoutPluginModules } from './lib/chunk-groups.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const outdir = `${root}dist/bundle`;
@@ -28,10 +32,9 @@ const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8'));
  */
 const EXTERNAL = ['esbuild', 'tsx', ...Object.keys(pkg.peerDependencies ?? {})];
 
-rmSync(outdir, { recursive: true, force: true });
-const result = await build({
+const ENTRIES = { bin: 'dist/src/cli/bin.js', index: 'dist/src/index.js', agent: 'dist/src/agent.js' };
+const options = {
   absWorkingDir: root,
-  entryPoints: { bin: 'dist/src/cli/bin.js', index: 'dist/src/index.js', agent: 'dist/src/agent.js' },
   outdir,
   bundle: true,
   splitting: true,
@@ -45,7 +48,13 @@ const result = await build({
   external: EXTERNAL.flatMap((name) => [name, `${name}/*`]),
   logLevel: 'warning',
   metafile: true,
-});
+};
+
+rmSync(outdir, { recursive: true, force: true });
+// The chunks are planned on the module graph of the same build without them (not written).
+const graph = moduleGraph((await build({ ...options, entryPoints: ENTRIES, write: false })).metafile, root);
+const grouping = groupsPlugin({ root, graph, entryPoints: ENTRIES, ...planChunks(graph) });
+const result = await build({ ...options, entryPoints: grouping.entryPoints, plugins: [grouping.plugin] });
 
 // The sandbox's own process (src/sandbox/child.ts), started by path for every sandbox: one
 // CommonJS file of its own, as the agent workers' entry is (bundle-worker.mjs), so that it starts
@@ -84,10 +93,77 @@ if (undeclared.size > 0) {
 }
 
 // Paths in the metafile are relative to the repository; kept so (the tests map chunks to dist/src).
-writeFileSync(`${outdir}/meta.json`, JSON.stringify(result.metafile));
+writeFileSync(`${outdir}/meta.json`, JSON.stringify(withoutPluginModules(result.metafile)));
 
 // The chunks' own package.json: Node looks up the nearest package.json of every .js module it loads
 // (to learn whether it is an ES module), from the module's folder up. With one in chunks/, that
-// search ends at once for each of the ~75 files a command loads; measured on a cold `silo run`,
+// search ends at once for each file a command loads (then ~75); measured on a cold `silo run`,
 // 3–6% less wall (farm-bench, 40 pairs each way).
 writeFileSync(`${outdir}/chunks/package.json`, `${JSON.stringify({ type: 'module' })}\n`);
+
+/**
+ * Which modules share a chunk (see scripts/lib/chunk-groups.mjs). The phases are the steps in which
+ * modules load: the command line, each command's definition and its action (the import()s its
+ * action makes), the sandbox `silo run` and `silo eval` start first, each function of the API,
+ * 'silo' and 'silo/agent'. The scenarios are what a user runs: a command, its `--help`, an
+ * `import 'silo'`, a call of the API. Features that only some runs of a command use (the queue,
+ * MCP serving, `silo check`, the report writer, the model gateway's server, a `.ts` task file's
+ * compiler, ajv's compiler) are not part of any phase: what only they load keeps esbuild's chunks.
+ */
+function planChunks(graph) {
+  const src = (path) => `${root}dist/src/${path}`;
+  const name = (module) => basename(module, '.js');
+  const LAZY = ['queue/', 'serve/', 'check/', 'inspect/report', 'inspect/compare-page', 'eval/compare-table', 'gateway/gateway', 'gateway/call', 'task-compile'].map(src);
+  const lazy = (path) => /\/node_modules\/ajv(-formats)?\//.test(path) || LAZY.some((prefix) => path.startsWith(prefix));
+  /** The import()s of `module` that are not of a lazy feature. */
+  const eager = (module) => graph.modules.get(module).dynamic.filter((t) => !lazy(t));
+  const early = src('cli/run-early.js');
+  const commands = eager(src('cli/main.js')).filter((t) => t !== early);
+  const api = eager(src('index.js'));
+  const phases = {
+    agent: [src('agent.js')],
+    index: [src('index.js')],
+    // (all of `silo --version`: commander)
+    cli: [src('cli/main.js')],
+    early: [early],
+    sandbox: eager(early),
+    ...Object.fromEntries(commands.map((c) => [`define ${name(c)}`, [c]])),
+    ...Object.fromEntries(commands.map((c) => [`run ${name(c)}`, eager(c)])),
+    ...Object.fromEntries(api.map((t) => [`call ${name(t)}`, [t]])),
+  };
+  const starts = (c) => eager(c).includes(early);
+  const scenarios = {
+    'silo --version': phases.cli,
+    'silo --help': [...phases.cli, ...commands],
+    ...Object.fromEntries(commands.filter(starts).map((c) => [`silo ${name(c)} --help`, [...phases.cli, early, c]])),
+    ...Object.fromEntries(commands.map((c) => [`silo ${name(c)}`, [...phases.cli, c, ...eager(c), ...(starts(c) ? phases.sandbox : [])]])),
+    'the early sandbox': [early, ...phases.sandbox],
+    "import 'silo'": phases.index,
+    "import 'silo/agent'": phases.agent,
+    ...Object.fromEntries(api.map((t) => [`call ${name(t)}`, [...phases.index, t]])),
+  };
+  const loadedIn = (names) => new Set(names.flatMap((p) => [...reachable(graph, phases[p])]));
+  const inPhases = loadedIn(Object.keys(phases));
+  const defined = loadedIn(['cli', 'early', 'index', ...commands.map((c) => `define ${name(c)}`)]);
+  const imported = new Set([...commands, src('index.js')].flatMap(eager));
+  const entries = Object.values(ENTRIES).map((e) => resolve(root, e));
+  const groups = planGroups(graph, {
+    phases,
+    // The entry points and each command's definition keep chunks of their own.
+    alone: (m) => entries.includes(m) || commands.includes(m),
+    scenarios,
+    // (nothing more for `silo --version`, the sandbox started early and an agent's worker)
+    fixed: ['silo --version', 'the early sandbox', "import 'silo/agent'"],
+    // Nothing gains what only a lazy feature loads; a `--help`, what no definition loads (nothing
+    // of what the commands run); `silo run`, what a command's action or the API imports on its own
+    // (nothing of an eval: its store, its runner).
+    keepOut: (m, scenario) => !inPhases.has(m) || (scenario.endsWith('--help') && !defined.has(m)) || (scenario === 'silo run' && imported.has(m)),
+    // 40 KB more for a scenario, at most; a file is worth ~13 KB (~0.5 ms of Node's ES module
+    // loader against ~37 µs a KB to compile, on the 2-core VM the benchmarks run on).
+    budget: 40_000,
+    fileBytes: 13_000,
+  });
+  // A command's action loads as one module: its import()s but run-early.js's (loaded first).
+  const together = new Map(commands.map((c) => [c, eager(c).filter((t) => t !== early)]));
+  return { groups, together };
+}

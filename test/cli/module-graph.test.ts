@@ -33,8 +33,11 @@ function modulesOf(loaded: string): string[] {
   return chunks.get(path) ?? [path];
 }
 
-/** The modules `silo <args>` loaded: Silo's own as `src/...`, packages as their names. */
-async function graph(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; silo: string[]; packages: string[]; modules: string[]; stderr: string }> {
+/**
+ * The modules `silo <args>` loaded: Silo's own as `src/...`, packages as their names; and the
+ * files of the bundle it loaded.
+ */
+async function graph(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; silo: string[]; packages: string[]; modules: string[]; files: string[]; stderr: string }> {
   const file = join(out.dir, `modules-${count++}.txt`);
   const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
     execFile(
@@ -44,10 +47,12 @@ async function graph(args: string[], env: Record<string, string> = {}): Promise<
       (err, _stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stderr }),
     );
   });
-  const loaded = [...new Set(readFileSync(file, 'utf8').split('\n').filter(Boolean).flatMap(modulesOf))];
+  const lines = [...new Set(readFileSync(file, 'utf8').split('\n').filter(Boolean))];
+  const files = lines.filter((m) => chunks.has(m.startsWith('file:') ? fileURLToPath(m) : m));
+  const loaded = [...new Set(lines.flatMap(modulesOf))];
   const silo = loaded.flatMap((m) => /\/dist\/(src\/.*)\.js$/.exec(m)?.[1] ?? []);
   const packages = [...new Set(loaded.flatMap((m) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m)?.[1] ?? []))].sort();
-  return { code, silo, packages, modules: loaded, stderr };
+  return { code, silo, packages, modules: loaded, files, stderr };
 }
 
 /** Parts of Silo only some commands use (a prefix of a module path under src/). */
@@ -139,5 +144,19 @@ describe('the module graph of a command', () => {
     expect(g.silo).toContain('src/eval/run-eval');
     expect(g.packages.filter((p) => [...HEAVY, 'piscina'].includes(p))).toEqual([]);
     expect(within(g.silo, OTHERS)).toEqual([]);
+  });
+
+  it('silo run and silo eval load a few files, not one for each import() on their way', async () => {
+    // Node's ES module loader costs ~0.5 ms of the main thread for each file it loads. With
+    // esbuild's own chunks (one for each set of import()s reaching a module) an eval loaded 69 and
+    // a run 60; the build puts modules that the same steps load in one chunk
+    // (scripts/lib/chunk-groups.mjs): 25 and 20.
+    const run = await graph(['run', 'fixtures/bench/tasks.mjs', '-t', 'bench/calls-0', '--agent', 'fixtures/agents/bench-caller.mjs', '--out', out.dir]);
+    const evaluated = await graph(['eval', 'fixtures/bench/tasks.mjs', '-t', 'bench/calls-0', '--agent', 'fixtures/agents/bench-caller.mjs', '--out', out.dir]);
+    const version = await graph(['--version']);
+    expect([run.code, evaluated.code, version.code]).toEqual([0, 0, 0]);
+    expect(run.files.length, run.files.join('\n')).toBeLessThanOrEqual(24);
+    expect(evaluated.files.length, evaluated.files.join('\n')).toBeLessThanOrEqual(30);
+    expect(version.files.length, version.files.join('\n')).toBeLessThanOrEqual(5);
   });
 });
