@@ -71,10 +71,8 @@ interface Thread {
   worker: Worker;
   /** The pool's end of the thread's own port. */
   port: MessagePort;
-  /** The links of its running tasks, by task id. */
-  links: Map<number, RelayLink>;
-  /** Its running tasks' settlers, by task id. */
-  tasks: Map<number, (exit: FreshExit) => void>;
+  /** Its running tasks, by task id: each one's link, and its settler (which closes the link). */
+  tasks: Map<number, { link: RelayLink; settle: (exit: FreshExit) => void }>;
   /** Tasks whose signal terminated the thread. */
   aborted: Set<number>;
   gone: boolean;
@@ -128,17 +126,16 @@ export class ReusedWorkers {
         running.aborted.add(id);
         void running.worker.terminate();
       };
-      running.links.set(id, link);
-      running.tasks.set(id, (exit) => {
+      const settle = (exit: FreshExit): void => {
         running.tasks.delete(id);
-        running.links.delete(id);
         // Its messages came before its end (or its thread is gone): nothing more is on its way.
         link.close();
         signal.removeEventListener('abort', abort);
         if (running.tasks.size === 0) running.worker.unref();
         resolve(exit);
         this.#wake();
-      });
+      };
+      running.tasks.set(id, { link, settle });
       // Held while it runs a task (an idle thread does not keep the process alive).
       running.worker.ref();
       signal.addEventListener('abort', abort, { once: true });
@@ -146,7 +143,7 @@ export class ReusedWorkers {
         running.port.postMessage({ id, task } satisfies ToReusedThread);
       } catch (err) {
         // (a task structured clone refuses) the thread never hears of it
-        running.tasks.get(id)?.({ kind: 'exited', message: `the task could not be posted to its worker: ${err instanceof Error ? err.message : String(err)}` });
+        settle({ kind: 'exited', message: `the task could not be posted to its worker: ${err instanceof Error ? err.message : String(err)}` });
         return;
       }
       // The host's messages for it, after it on the port (those sent meanwhile were held).
@@ -168,7 +165,7 @@ export class ReusedWorkers {
     await Promise.all(
       threads.map(async (thread) => {
         const exit = destroyedExit();
-        for (const settle of [...thread.tasks.values()]) settle(exit);
+        for (const { settle } of [...thread.tasks.values()]) settle(exit);
         await thread.worker.terminate();
       }),
     );
@@ -193,12 +190,12 @@ export class ReusedWorkers {
     const { port1, port2 } = new MessageChannel();
     const start: ReusedWorkerStart = { brand: BRAND, type: 'reuse', port: port2 };
     worker.postMessage(start, [port2]);
-    const thread: Thread = { worker, port: port1, links: new Map(), tasks: new Map(), aborted: new Set(), gone: false };
+    const thread: Thread = { worker, port: port1, tasks: new Map(), aborted: new Set(), gone: false };
     port1.on('message', (msg: FromReusedThread) => {
       if (typeof msg !== 'object' || msg === null || typeof msg.id !== 'number') return;
-      if ('m' in msg) return thread.links.get(msg.id)?.deliver(msg.m);
+      if ('m' in msg) return thread.tasks.get(msg.id)?.link.deliver(msg.m);
       if (msg.brand !== BRAND) return;
-      thread.tasks.get(msg.id)?.(msg.error === undefined ? { kind: 'exited', message: 'the worker finished its task' } : { kind: 'exited', message: msg.error });
+      thread.tasks.get(msg.id)?.settle(msg.error === undefined ? { kind: 'exited', message: 'the worker finished its task' } : { kind: 'exited', message: msg.error });
     });
     // The port alone must not keep the process alive: the worker's ref does, while it has tasks.
     port1.unref();
@@ -209,7 +206,7 @@ export class ReusedWorkers {
       port1.close();
       const at = this.#threads.indexOf(thread);
       if (at >= 0) this.#threads.splice(at, 1);
-      for (const [id, settle] of [...thread.tasks]) settle(this.#exitOf(thread, id, code, error));
+      for (const [id, { settle }] of [...thread.tasks]) settle(this.#exitOf(thread, id, code, error));
       // Room for a whole thread: every waiting task looks again.
       for (const wake of this.#waiting.splice(0)) wake();
     });
